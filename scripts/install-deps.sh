@@ -1,0 +1,17 @@
+#!/bin/sh
+# Installs the Debian 12 packages BSO needs to build, run and test. Safe to run again:
+# apt-get is only called when something is missing.
+set -eu
+pkgs="build-essential cmake ninja-build pkg-config clang-format \
+libcmocka-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libpq-dev \
+libcurl4-openssl-dev python3 python3-numpy"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "install-deps: installing:$missing"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing

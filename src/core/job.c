@@ -1,0 +1,253 @@
+/* Job state and the policy operations; see job.h and docs/policy.md. */
+#include "core/job.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bso/error.h"
+#include "core/cost.h"
+#include "core/explorer.h"
+#include "core/mab.h"
+
+__attribute__((format(printf, 3, 4))) static int fail(struct bso_job *job, int code,
+                                                     const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(job->errmsg, sizeof job->errmsg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *bso_job_errmsg(const struct bso_job *job)
+{
+    return job->errmsg;
+}
+
+int bso_job_init(struct bso_job *job, const struct bso_job_spec *spec, const uint32_t *entropy,
+                 size_t n_entropy)
+{
+    memset(job, 0, sizeof(*job));
+    job->spec = *spec;
+    job->stage = BSO_STAGE_PRUNING;
+    job->min_cost_batch_size = spec->default_batch_size;
+    if (spec->has_mab_seed)
+        bso_rng_seed(&job->rng, (uint64_t)spec->mab_seed);
+    else if (bso_rng_seed_words(&job->rng, entropy, n_entropy) < 0)
+        return fail(job, BSO_EINVAL, "an unseeded job needs 1 to %d words of entropy",
+                    BSO_SEEDSEQ_MAX_WORDS);
+    return 0;
+}
+
+void bso_job_clear(struct bso_job *job)
+{
+    if (!job)
+        return;
+    for (size_t i = 0; i < job->n_arms; i++)
+        bso_arm_clear(&job->arms[i]);
+    free(job->arms);
+    free(job->trials);
+    job->arms = NULL;
+    job->trials = NULL;
+    job->n_arms = job->n_trials = job->cap_trials = 0;
+}
+
+struct bso_trial *bso_job_find_trial(struct bso_job *job, int64_t number)
+{
+    for (size_t i = job->n_trials; i-- > 0;)
+        if (job->trials[i].number == number)
+            return &job->trials[i];
+    return NULL;
+}
+
+struct bso_arm *bso_job_find_arm(struct bso_job *job, int64_t batch_size)
+{
+    for (size_t i = 0; i < job->n_arms; i++)
+        if (job->arms[i].batch_size == batch_size)
+            return &job->arms[i];
+    return NULL;
+}
+
+static int keep_trial(struct bso_job *job, const struct bso_trial *t)
+{
+    if (job->n_trials == job->cap_trials) {
+        size_t cap = job->cap_trials ? job->cap_trials * 2 : 16;
+        struct bso_trial *grown = realloc(job->trials, cap * sizeof(*grown));
+        if (!grown)
+            return fail(job, BSO_ENOMEM, "out of memory");
+        job->trials = grown;
+        job->cap_trials = cap;
+    }
+    job->trials[job->n_trials++] = *t;
+    return 0;
+}
+
+static double trial_reward(const struct bso_job *job, const struct bso_trial *t)
+{
+    return -bso_cost(t->energy, t->time, job->spec.eta_knob, job->spec.max_power);
+}
+
+/* Builds the bandit from pruning's survivors: each arm is fitted on its explorations (one per
+ * round) and remembers every final result of its batch size for later refits. */
+static int construct_mab(struct bso_job *job, const struct bso_explore_result *ex)
+{
+    struct bso_arm *arms = calloc(ex->n_arms, sizeof(*arms));
+    if (!arms)
+        return fail(job, BSO_ENOMEM, "out of memory");
+    double rewards[BSO_MAX_PRUNING_ROUNDS];
+    int rc = 0;
+    for (size_t a = 0; a < ex->n_arms && rc == 0; a++) {
+        const int64_t bs = ex->arms[a];
+        bso_arm_init(&arms[a], bs);
+        size_t n = 0;
+        for (int64_t r = 0; r < job->spec.num_pruning_rounds; r++) {
+            const struct bso_trial *t = bso_exploration_in_round(job->trials, job->n_trials, bs, r);
+            if (t)
+                rewards[n++] = trial_reward(job, t);
+        }
+        rc = bso_arm_fit(&arms[a], job->spec.mab_prior_mean, job->spec.mab_prior_precision,
+                         rewards, n);
+        for (size_t i = 0; i < job->n_trials && rc == 0; i++) {
+            const struct bso_trial *t = &job->trials[i];
+            if (t->batch_size == bs && t->status == BSO_TRIAL_SUCCEEDED)
+                rc = bso_arm_remember(&arms[a], t->number, trial_reward(job, t),
+                                      job->spec.window_size);
+        }
+    }
+    if (rc < 0) {
+        for (size_t a = 0; a < ex->n_arms; a++)
+            bso_arm_clear(&arms[a]);
+        free(arms);
+        return fail(job, rc, "could not build the bandit's arms: %s", bso_strerror(rc));
+    }
+    job->arms = arms;
+    job->n_arms = ex->n_arms;
+    job->stage = BSO_STAGE_MAB;
+    return 0;
+}
+
+static int mab_choose(struct bso_job *job, int64_t *bs, unsigned *changed)
+{
+    const bso_rng before = job->rng;
+    int rc = bso_mab_choose(job->arms, job->n_arms, job->spec.mab_num_explorations, &job->rng, bs);
+    if (rc < 0) {
+        job->rng = before;
+        return fail(job, rc, "could not choose an arm: %s", bso_strerror(rc));
+    }
+    if (memcmp(&before.state, &job->rng.state, sizeof before.state) != 0 ||
+        before.has_uint32 != job->rng.has_uint32 || before.uinteger != job->rng.uinteger)
+        *changed |= BSO_CHANGED_RNG;
+    return 0;
+}
+
+int bso_job_predict(struct bso_job *job, struct bso_trial *trial, unsigned *changed)
+{
+    *changed = 0;
+    struct bso_trial t = {.number = job->last_trial_number + 1, .status = BSO_TRIAL_DISPATCHED};
+
+    if (job->stage == BSO_STAGE_PRUNING) {
+        struct bso_explore_result ex;
+        int rc = bso_explore(&job->spec, job->trials, job->n_trials, job->min_cost_batch_size, &ex);
+        if (rc == BSO_EPRUNED)
+            return fail(job, rc, "%s", BSO_MSG_ALL_PRUNED);
+        if (rc < 0)
+            return fail(job, rc, "the pruning history is inconsistent: %s", bso_strerror(rc));
+        if (ex.kind != BSO_EXPLORE_DONE) {
+            t.type = ex.kind == BSO_EXPLORE_TRY ? BSO_TRIAL_EXPLORATION : BSO_TRIAL_CONCURRENT;
+            t.batch_size = ex.batch_size;
+            if ((rc = keep_trial(job, &t)) < 0)
+                return rc;
+            job->last_trial_number = t.number;
+            *trial = t;
+            *changed |= BSO_CHANGED_TRIAL;
+            return 0;
+        }
+        if ((rc = construct_mab(job, &ex)) < 0)
+            return rc;
+        *changed |= BSO_CHANGED_STAGE | BSO_CHANGED_ARMS;
+    }
+
+    t.type = BSO_TRIAL_MAB;
+    int rc = mab_choose(job, &t.batch_size, changed);
+    if (rc < 0)
+        return rc;
+    job->last_trial_number = t.number;
+    *trial = t;
+    *changed |= BSO_CHANGED_TRIAL;
+    return 0;
+}
+
+/* Copies the caller's record into the kept pruning-stage copy, when there is one. */
+static void sync_kept(struct bso_job *job, const struct bso_trial *trial)
+{
+    struct bso_trial *kept = bso_job_find_trial(job, trial->number);
+    if (kept && kept != trial)
+        *kept = *trial;
+}
+
+int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bso_report *rep,
+                   struct bso_decision *out, unsigned *changed, size_t *arm_index)
+{
+    *changed = 0;
+    if (trial->status == BSO_TRIAL_FAILED)
+        return fail(job, BSO_ESTATE, "Trial(%" PRId64 ") is already reported but converged is not set.",
+                    trial->number);
+    if (trial->status == BSO_TRIAL_SUCCEEDED) {
+        out->stop_train = true;
+        out->converged = trial->converged;
+        out->cost = bso_cost(trial->energy, trial->time, job->spec.eta_knob, job->spec.max_power);
+        snprintf(out->message, sizeof out->message,
+                 "Result for this trial(%" PRId64 ") is already reported.", trial->number);
+        return 0;
+    }
+    if (bso_report_check(rep, job->errmsg, sizeof job->errmsg) < 0)
+        return BSO_EINVAL;
+
+    bso_report_decide(&job->spec, job->has_min_cost, job->min_cost, trial->batch_size, rep, out);
+    if (!out->stop_train)
+        return 0;
+
+    if (job->stage == BSO_STAGE_MAB) {
+        struct bso_arm *arm = bso_job_find_arm(job, trial->batch_size);
+        if (!arm)
+            return fail(job, BSO_ENOTFOUND,
+                        "MAB stage but Arm for batch size(%" PRId64 ") is not found.",
+                        trial->batch_size);
+        if (trial->type != BSO_TRIAL_MAB)
+            return fail(job, BSO_ESTATE,
+                        "Cannot update an arm since this trial is not issued from MAB stage.");
+        int rc = bso_arm_observe(arm, trial->number, -out->cost, job->spec.window_size,
+                                 job->spec.mab_prior_mean, job->spec.mab_prior_precision);
+        if (rc < 0)
+            return fail(job, rc, "could not refit the arm: %s", bso_strerror(rc));
+        *arm_index = (size_t)(arm - job->arms);
+        *changed |= BSO_CHANGED_ARM;
+    }
+
+    trial->status = BSO_TRIAL_SUCCEEDED;
+    trial->time = rep->time;
+    trial->energy = rep->energy;
+    trial->converged = out->converged;
+    sync_kept(job, trial);
+    *changed |= BSO_CHANGED_TRIAL;
+    if (!job->has_min_cost || job->min_cost > out->cost) {
+        job->has_min_cost = true;
+        job->min_cost = out->cost;
+        job->min_cost_batch_size = trial->batch_size;
+        *changed |= BSO_CHANGED_MIN_COST;
+    }
+    return 0;
+}
+
+void bso_job_end_trial(struct bso_job *job, struct bso_trial *trial, unsigned *changed)
+{
+    *changed = 0;
+    if (trial->status != BSO_TRIAL_DISPATCHED)
+        return;
+    trial->status = BSO_TRIAL_FAILED;
+    sync_kept(job, trial);
+    *changed |= BSO_CHANGED_TRIAL;
+}

@@ -1,0 +1,83 @@
+/*
+ * The job specification: every field of Zeus's JobSpecFromClient (JobParams + JobSpec +
+ * GpuConfig) with the same defaults, the same validation and the same error texts, plus checks
+ * Zeus lacks (positive, unique batch sizes; bounded counts and lengths; finite numbers; settings
+ * that would break the policy later). Plain value type: no heap, copy with '='. Strings and the
+ * batch-size list have fixed capacities: whoever fills the spec (the JSON decoder) refuses longer
+ * input with its own error before copying.
+ */
+#ifndef BSO_CORE_SPEC_H
+#define BSO_CORE_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BSO_MAX_BATCH_SIZES 256
+#define BSO_JOB_ID_MAX 255
+/* A generated id is "<prefix>-<8 hex>", so the prefix leaves room for 9 characters. */
+#define BSO_JOB_ID_PREFIX_MAX (BSO_JOB_ID_MAX - 9)
+#define BSO_GPU_MODEL_MAX 128
+#define BSO_MAX_PRUNING_ROUNDS 64
+
+struct bso_job_spec {
+    /* GpuConfig */
+    double max_power; /* W, summed over the job's GPUs */
+    int64_t number_of_gpus;
+    char gpu_model[BSO_GPU_MODEL_MAX + 1];
+    /* JobSpec / JobParams */
+    bool has_job_id;
+    char job_id[BSO_JOB_ID_MAX + 1];
+    char job_id_prefix[BSO_JOB_ID_PREFIX_MAX + 1];
+    int64_t batch_sizes[BSO_MAX_BATCH_SIZES]; /* ascending once validated */
+    size_t n_batch_sizes;
+    int64_t default_batch_size;
+    double eta_knob;
+    bool has_beta_knob; /* false: early stopping disabled (beta_knob null) */
+    double beta_knob;
+    double target_metric;
+    bool higher_is_better_metric;
+    int64_t max_epochs;
+    int64_t num_pruning_rounds;
+    int64_t window_size; /* 0: no window */
+    double mab_prior_mean;
+    double mab_prior_precision;
+    int64_t mab_num_explorations;
+    bool has_mab_seed;
+    int64_t mab_seed;
+};
+
+/* One validation failure, shaped like a pydantic v1 error so the server can answer as Zeus. */
+struct bso_spec_error {
+    const char *field; /* "batch_sizes", ... or "__root__" for cross-field checks */
+    const char *type;  /* "value_error", "value_error.number.not_gt", ... */
+    bool has_limit;    /* ctx.limit_value is present */
+    int64_t limit;
+    char msg[1024];
+};
+
+#define BSO_SPEC_MAX_ERRORS 24
+
+struct bso_spec_errors {
+    size_t n;
+    struct bso_spec_error e[BSO_SPEC_MAX_ERRORS];
+};
+
+/* Zeroes the spec and applies Zeus's defaults to every optional field. The required fields
+ * (job_id_prefix, batch_sizes, default_batch_size, max_power, number_of_gpus, gpu_model) are
+ * left empty. */
+void bso_job_spec_defaults(struct bso_job_spec *spec);
+
+/* Validates the spec and sorts its batch sizes. Field checks run first, in field order; the
+ * cross-field checks run only when every field passed, and stop at the first failure (pydantic's
+ * skip_on_failure). Returns 0 when valid, else BSO_EINVAL with the failures in *errs. */
+int bso_job_spec_validate(struct bso_job_spec *spec, struct bso_spec_errors *errs);
+
+/* Whether two validated specs are the same configuration (Zeus's re-registration test):
+ * all 18 fields, floats by value, batch sizes as sorted lists. */
+bool bso_job_spec_equal(const struct bso_job_spec *a, const struct bso_job_spec *b);
+
+/* Index of bs in the spec's sorted batch sizes, or -1. */
+int bso_job_spec_index(const struct bso_job_spec *spec, int64_t bs);
+
+#endif
