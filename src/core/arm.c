@@ -65,8 +65,7 @@ static size_t keep_limit(int64_t window_size)
     return window_size > 0 ? (size_t)(window_size - 1) : SIZE_MAX;
 }
 
-int bso_arm_remember(struct bso_arm *arm, int64_t trial_number, double reward,
-                     int64_t window_size)
+int bso_arm_remember(struct bso_arm *arm, int64_t trial_number, double reward, int64_t window_size)
 {
     const size_t keep = keep_limit(window_size);
     size_t pos = arm->n_recent;
@@ -101,8 +100,8 @@ int bso_arm_remember(struct bso_arm *arm, int64_t trial_number, double reward,
     return 0;
 }
 
-int bso_arm_observe(struct bso_arm *arm, int64_t trial_number, double reward,
-                    int64_t window_size, double prior_mean, double prior_precision)
+int bso_arm_observe(struct bso_arm *arm, int64_t trial_number, double reward, int64_t window_size,
+                    double prior_mean, double prior_precision)
 {
     /* Zeus reads the last window_size results newest first; when it got a full window it drops
      * the oldest and reverses them to oldest first. The new reward goes last either way. The

@@ -20,9 +20,9 @@ struct bso_reward {
 
 struct bso_arm {
     int64_t batch_size;
-    double param_mean;       /* posterior mean of the expected reward */
-    double param_precision;  /* posterior precision; +inf when the rewards have no spread */
-    double reward_precision; /* 1 / population variance of the fitted rewards; may be +inf */
+    double param_mean;        /* posterior mean of the expected reward */
+    double param_precision;   /* posterior precision; +inf when the rewards have no spread */
+    double reward_precision;  /* 1 / population variance of the fitted rewards; may be +inf */
     int64_t num_observations; /* rewards in the last fit */
     int64_t n_results;        /* all final results of this batch size, ever */
     /* Owned. Rewards the next refit may use, ascending trial number. */
@@ -44,12 +44,11 @@ int bso_arm_fit(struct bso_arm *arm, double prior_mean, double prior_precision,
 
 /* Records a final result of this batch size for later refits, without refitting. Results may
  * arrive in any trial order. BSO_ENOMEM on allocation failure (the arm is unchanged). */
-int bso_arm_remember(struct bso_arm *arm, int64_t trial_number, double reward,
-                     int64_t window_size);
+int bso_arm_remember(struct bso_arm *arm, int64_t trial_number, double reward, int64_t window_size);
 
 /* A final MAB-stage result: refits the arm on the window of earlier results plus this one,
  * ordered as Zeus orders them, then remembers it. */
-int bso_arm_observe(struct bso_arm *arm, int64_t trial_number, double reward,
-                    int64_t window_size, double prior_mean, double prior_precision);
+int bso_arm_observe(struct bso_arm *arm, int64_t trial_number, double reward, int64_t window_size,
+                    double prior_mean, double prior_precision);
 
 #endif

@@ -13,7 +13,7 @@
 #include "core/mab.h"
 
 __attribute__((format(printf, 3, 4))) static int fail(struct bso_job *job, int code,
-                                                     const char *fmt, ...)
+                                                      const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -108,8 +108,8 @@ static int construct_mab(struct bso_job *job, const struct bso_explore_result *e
             if (t)
                 rewards[n++] = trial_reward(job, t);
         }
-        rc = bso_arm_fit(&arms[a], job->spec.mab_prior_mean, job->spec.mab_prior_precision,
-                         rewards, n);
+        rc = bso_arm_fit(&arms[a], job->spec.mab_prior_mean, job->spec.mab_prior_precision, rewards,
+                         n);
         for (size_t i = 0; i < job->n_trials && rc == 0; i++) {
             const struct bso_trial *t = &job->trials[i];
             if (t->batch_size == bs && t->status == BSO_TRIAL_SUCCEEDED)
@@ -193,7 +193,8 @@ int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bs
 {
     *changed = 0;
     if (trial->status == BSO_TRIAL_FAILED)
-        return fail(job, BSO_ESTATE, "Trial(%" PRId64 ") is already reported but converged is not set.",
+        return fail(job, BSO_ESTATE,
+                    "Trial(%" PRId64 ") is already reported but converged is not set.",
                     trial->number);
     if (trial->status == BSO_TRIAL_SUCCEEDED) {
         out->stop_train = true;

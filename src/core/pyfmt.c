@@ -59,8 +59,8 @@ int bso_pyfloat_repr(double v, char *buf, size_t cap)
             memcpy(out + o, digits + 1, nd - 1);
             o += nd - 1;
         }
-        o += (size_t)snprintf(out + o, sizeof out - o, "e%c%02d", exp10 < 0 ? '-' : '+',
-                              abs(exp10));
+        o +=
+            (size_t)snprintf(out + o, sizeof out - o, "e%c%02d", exp10 < 0 ? '-' : '+', abs(exp10));
     } else if (exp10 < 0) {
         out[o++] = '0';
         out[o++] = '.';

@@ -30,8 +30,8 @@ struct bso_decision {
  * Returns 0, or BSO_EINVAL with a sentence in msg. */
 int bso_report_check(const struct bso_report *rep, char *msg, size_t cap);
 
-/* Decides on rep, from a trial at batch_size, for a job whose lowest final cost so far is min_cost (has_min_cost false when
- * there is none yet). Never fails. */
+/* Decides on rep, from a trial at batch_size, for a job whose lowest final cost so far is min_cost
+ * (has_min_cost false when there is none yet). Never fails. */
 void bso_report_decide(const struct bso_job_spec *spec, bool has_min_cost, double min_cost,
                        int64_t batch_size, const struct bso_report *rep, struct bso_decision *out);
 

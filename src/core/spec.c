@@ -28,8 +28,8 @@ void bso_job_spec_defaults(struct bso_job_spec *spec)
 }
 
 __attribute__((format(printf, 5, 6))) static void add(struct bso_spec_errors *errs,
-                                                     const char *field, const char *type,
-                                                     const int64_t *limit, const char *fmt, ...)
+                                                      const char *field, const char *type,
+                                                      const int64_t *limit, const char *fmt, ...)
 {
     if (errs->n >= BSO_SPEC_MAX_ERRORS)
         return;
@@ -106,8 +106,9 @@ static void check_fields(struct bso_job_spec *s, struct bso_spec_errors *errs)
         add(errs, "gpu_model", "value_error", NULL, "Invalid gpu_model(). Shouldn't be empty.");
     if (s->has_job_id) {
         if (s->job_id[0] == '\0')
-            add(errs, "job_id", "value_error", NULL, "job_id must not be empty; send null to "
-                                                     "have the server generate one.");
+            add(errs, "job_id", "value_error", NULL,
+                "job_id must not be empty; send null to "
+                "have the server generate one.");
     }
     check_batch_sizes(s, errs);
     need_gt(errs, "default_batch_size", (double)s->default_batch_size, 0);
@@ -149,8 +150,8 @@ static bool check_roots(const struct bso_job_spec *s, struct bso_spec_errors *er
         char list[900];
         if (bso_pyintlist_repr(s->batch_sizes, s->n_batch_sizes, list, sizeof list) < 0)
             snprintf(list, sizeof list, "[%zu batch sizes]", s->n_batch_sizes);
-        add(errs, "__root__", "value_error", NULL, "Default BS(%" PRId64 ") not in batch_sizes(%s).",
-            s->default_batch_size, list);
+        add(errs, "__root__", "value_error", NULL,
+            "Default BS(%" PRId64 ") not in batch_sizes(%s).", s->default_batch_size, list);
         return false;
     }
     if (s->has_job_id && strncmp(s->job_id, s->job_id_prefix, strlen(s->job_id_prefix)) != 0) {
