@@ -2,6 +2,7 @@
 #include "helpers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void set_batch_sizes(struct bso_job_spec *spec, const int64_t *sizes, size_t n)
@@ -76,4 +77,43 @@ struct bso_decision report_cost(struct bso_job *job, struct bso_trial *t, double
     if (rc != 0)
         fail_msg("report failed: %s", bso_job_errmsg(job));
     return d;
+}
+
+static int setup_with(void **state, struct bso_job_spec *spec)
+{
+    struct bso_job *job = malloc(sizeof(*job));
+    if (!job)
+        return -1;
+    start_job(job, spec);
+    *state = job;
+    return 0;
+}
+
+int setup_fake_job(void **state)
+{
+    struct bso_job_spec spec;
+    fake_job_spec(&spec);
+    return setup_with(state, &spec);
+}
+
+int setup_explorer_job(void **state)
+{
+    struct bso_job_spec spec;
+    explorer_job_spec(&spec, 64);
+    return setup_with(state, &spec);
+}
+
+int setup_one_round_job(void **state)
+{
+    struct bso_job_spec spec;
+    explorer_job_spec(&spec, 64);
+    spec.num_pruning_rounds = 1;
+    return setup_with(state, &spec);
+}
+
+int teardown_job(void **state)
+{
+    bso_job_clear(*state);
+    free(*state);
+    return 0;
 }

@@ -22,6 +22,13 @@ void fake_job_spec(struct bso_job_spec *spec);
 /* The explorer tests' job: batch sizes [8..256], beta disabled, 2 rounds. */
 void explorer_job_spec(struct bso_job_spec *spec, int64_t default_bs);
 
+/* cmocka fixtures: *state becomes a started job on Zeus's fake job spec, or on the explorer
+ * spec with default batch size 64 (and 2 or 1 pruning rounds); teardown_job frees it. */
+int setup_fake_job(void **state);
+int setup_explorer_job(void **state);
+int setup_one_round_job(void **state);
+int teardown_job(void **state);
+
 /* A valid, validated job from spec (asserts). */
 void start_job(struct bso_job *job, struct bso_job_spec *spec);
 

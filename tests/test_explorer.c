@@ -100,122 +100,97 @@ static void test_only_default_converges(void **state)
 
 static void test_failing_default_skips_smaller_sizes(void **state)
 {
-    (void)state;
     /* The default fails first: the down list breaks at once and the walk goes up. */
-    struct bso_job_spec spec;
-    struct bso_job job;
-    explorer_job_spec(&spec, 64);
-    start_job(&job, &spec);
-    struct bso_trial t = predict_ok(&job);
+    struct bso_job *job = *state;
+    struct bso_trial t = predict_ok(job);
     assert_int_equal(t.batch_size, 64);
-    report_cost(&job, &t, 10, 0.1, spec.max_epochs);
-    t = predict_ok(&job);
+    report_cost(job, &t, 10, 0.1, job->spec.max_epochs);
+    t = predict_ok(job);
     assert_int_equal(t.batch_size, 128);
-    bso_job_clear(&job);
 }
 
 static void test_cost_ties_go_to_the_first_encountered(void **state)
 {
-    (void)state;
     /* 64 (down list) and 128 (up list) cost the same: 64 was met first and anchors round 1. */
-    struct bso_job_spec spec;
-    struct bso_job job;
-    explorer_job_spec(&spec, 64);
-    start_job(&job, &spec);
+    struct bso_job *job = *state;
     const struct step round0[] = {{64, true, 7}, {32, false, 1}, {128, true, 7}, {256, false, 1}};
     for (size_t i = 0; i < 4; i++) {
-        struct bso_trial t = predict_ok(&job);
+        struct bso_trial t = predict_ok(job);
         assert_int_equal(t.batch_size, round0[i].bs);
-        report_cost(&job, &t, round0[i].cost, round0[i].converged ? 0.9 : 0.1,
-                    round0[i].converged ? 1 : spec.max_epochs);
+        report_cost(job, &t, round0[i].cost, round0[i].converged ? 0.9 : 0.1,
+                    round0[i].converged ? 1 : job->spec.max_epochs);
     }
-    assert_int_equal(predict_ok(&job).batch_size, 64);
-    bso_job_clear(&job);
+    assert_int_equal(predict_ok(job).batch_size, 64);
 }
 
 static void test_one_exploration_in_flight(void **state)
 {
-    (void)state;
-    struct bso_job_spec spec;
-    struct bso_job job;
-    explorer_job_spec(&spec, 64);
-    start_job(&job, &spec);
-    struct bso_trial first = predict_ok(&job);
+    struct bso_job *job = *state;
+    struct bso_trial first = predict_ok(job);
     assert_int_equal(first.type, BSO_TRIAL_EXPLORATION);
     /* While 64 is pending every other request trains at the cheapest size so far: the default. */
     for (int i = 0; i < 3; i++) {
-        struct bso_trial c = predict_ok(&job);
+        struct bso_trial c = predict_ok(job);
         assert_int_equal(c.type, BSO_TRIAL_CONCURRENT);
         assert_int_equal(c.batch_size, 64);
         assert_int_equal(c.number, first.number + 1 + i);
     }
-    report_cost(&job, &first, 10, 0.9, 1);
-    struct bso_trial next = predict_ok(&job);
+    report_cost(job, &first, 10, 0.9, 1);
+    struct bso_trial next = predict_ok(job);
     assert_int_equal(next.type, BSO_TRIAL_EXPLORATION);
     assert_int_equal(next.batch_size, 32);
     /* Once 32 finishes cheaper, concurrent requests move to it. */
-    struct bso_trial c = predict_ok(&job);
+    struct bso_trial c = predict_ok(job);
     assert_int_equal(c.batch_size, 64);
-    report_cost(&job, &next, 5, 0.9, 1);
-    assert_int_equal(job.min_cost_batch_size, 32);
-    struct bso_trial third = predict_ok(&job);
+    report_cost(job, &next, 5, 0.9, 1);
+    assert_int_equal(job->min_cost_batch_size, 32);
+    struct bso_trial third = predict_ok(job);
     assert_int_equal(third.type, BSO_TRIAL_EXPLORATION);
     assert_int_equal(third.batch_size, 16);
-    c = predict_ok(&job);
+    c = predict_ok(job);
     assert_int_equal(c.type, BSO_TRIAL_CONCURRENT);
     assert_int_equal(c.batch_size, 32);
     /* Even a non-converged result sets min_cost when it is cheapest (Zeus's rule). */
-    report_cost(&job, &c, 1, 0.1, spec.max_epochs);
-    assert_int_equal(job.min_cost_batch_size, 32);
-    assert_true(job.min_cost < 2);
-    bso_job_clear(&job);
+    report_cost(job, &c, 1, 0.1, job->spec.max_epochs);
+    assert_int_equal(job->min_cost_batch_size, 32);
+    assert_true(job->min_cost < 2);
 }
 
 static void test_failed_exploration_is_reissued(void **state)
 {
-    (void)state;
-    struct bso_job_spec spec;
-    struct bso_job job;
-    explorer_job_spec(&spec, 64);
-    start_job(&job, &spec);
-    struct bso_trial t = predict_ok(&job);
-    report_cost(&job, &t, 10, 0.9, 1);
-    t = predict_ok(&job);
+    struct bso_job *job = *state;
+    struct bso_trial t = predict_ok(job);
+    report_cost(job, &t, 10, 0.9, 1);
+    t = predict_ok(job);
     assert_int_equal(t.batch_size, 32);
     unsigned changed;
-    bso_job_end_trial(&job, &t, &changed);
+    bso_job_end_trial(job, &t, &changed);
     assert_int_equal(changed, BSO_CHANGED_TRIAL);
     assert_int_equal(t.status, BSO_TRIAL_FAILED);
-    assert_int_equal(bso_job_find_trial(&job, t.number)->status, BSO_TRIAL_FAILED);
-    struct bso_trial again = predict_ok(&job);
+    assert_int_equal(bso_job_find_trial(job, t.number)->status, BSO_TRIAL_FAILED);
+    struct bso_trial again = predict_ok(job);
     assert_int_equal(again.type, BSO_TRIAL_EXPLORATION);
     assert_int_equal(again.batch_size, 32);
     assert_int_equal(again.number, t.number + 1);
-    bso_job_clear(&job);
 }
 
 static void test_all_pruned(void **state)
 {
-    (void)state;
-    struct bso_job_spec spec;
-    struct bso_job job;
-    explorer_job_spec(&spec, 64);
-    start_job(&job, &spec);
+    struct bso_job *job = *state;
     const int64_t order[] = {64, 128};
     for (size_t i = 0; i < 2; i++) {
-        struct bso_trial t = predict_ok(&job);
+        struct bso_trial t = predict_ok(job);
         assert_int_equal(t.batch_size, order[i]);
-        report_cost(&job, &t, 10, 0.1, spec.max_epochs);
+        report_cost(job, &t, 10, 0.1, job->spec.max_epochs);
     }
     for (int i = 0; i < 2; i++) { /* the job stays stuck, as in Zeus */
         struct bso_trial t;
         unsigned changed = 99;
-        assert_int_equal(bso_job_predict(&job, &t, &changed), BSO_EPRUNED);
-        assert_string_equal(bso_job_errmsg(&job), BSO_MSG_ALL_PRUNED);
+        assert_int_equal(bso_job_predict(job, &t, &changed), BSO_EPRUNED);
+        assert_string_equal(bso_job_errmsg(job), BSO_MSG_ALL_PRUNED);
         assert_int_equal(changed, 0);
     }
-    assert_int_equal(job.last_trial_number, 2);
-    bso_job_clear(&job);
+    assert_int_equal(job->last_trial_number, 2);
 }
 
 static void test_explore_direct(void **state)
@@ -258,11 +233,15 @@ int main(void)
         cmocka_unit_test(test_default_is_smallest),
         cmocka_unit_test(test_all_converge),
         cmocka_unit_test(test_only_default_converges),
-        cmocka_unit_test(test_failing_default_skips_smaller_sizes),
-        cmocka_unit_test(test_cost_ties_go_to_the_first_encountered),
-        cmocka_unit_test(test_one_exploration_in_flight),
-        cmocka_unit_test(test_failed_exploration_is_reissued),
-        cmocka_unit_test(test_all_pruned),
+        cmocka_unit_test_setup_teardown(test_failing_default_skips_smaller_sizes,
+                                        setup_explorer_job, teardown_job),
+        cmocka_unit_test_setup_teardown(test_cost_ties_go_to_the_first_encountered,
+                                        setup_explorer_job, teardown_job),
+        cmocka_unit_test_setup_teardown(test_one_exploration_in_flight, setup_explorer_job,
+                                        teardown_job),
+        cmocka_unit_test_setup_teardown(test_failed_exploration_is_reissued, setup_explorer_job,
+                                        teardown_job),
+        cmocka_unit_test_setup_teardown(test_all_pruned, setup_explorer_job, teardown_job),
         cmocka_unit_test(test_explore_direct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

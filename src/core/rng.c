@@ -126,36 +126,28 @@ double bso_rng_next_double(bso_rng *rng)
     return (double)(bso_rng_next64(rng) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* Lemire's multiply-and-reject for [0, max], max < 2^32 - 1, on 32-bit draws. */
-static uint32_t bounded32(bso_rng *rng, uint32_t max)
+static uint64_t draw32(bso_rng *rng)
 {
-    const uint32_t span = max + 1;
-    uint64_t m = (uint64_t)bso_rng_next32(rng) * span;
-    uint32_t low = (uint32_t)m;
-    if (low < span) {
-        const uint32_t threshold = (UINT32_MAX - max) % span;
-        while (low < threshold) {
-            m = (uint64_t)bso_rng_next32(rng) * span;
-            low = (uint32_t)m;
-        }
-    }
-    return (uint32_t)(m >> 32);
+    return bso_rng_next32(rng);
 }
 
-/* The same on 64-bit draws, for max < 2^64 - 1. */
-static uint64_t bounded64(bso_rng *rng, uint64_t max)
+/* Lemire's multiply-and-reject for [0, max] on draws of the given width (32 or 64 bits); max is
+ * below the width's all-ones value. numpy uses 32-bit draws whenever max fits in 32 bits, which
+ * matters because they come from the half-word buffer. */
+static uint64_t lemire(bso_rng *rng, uint64_t max, uint64_t (*draw)(bso_rng *), unsigned bits)
 {
+    const uint64_t all = bits == 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
     const uint64_t span = max + 1;
-    bso_u128 m = (bso_u128)bso_rng_next64(rng) * span;
-    uint64_t low = (uint64_t)m;
+    bso_u128 m = (bso_u128)draw(rng) * span;
+    uint64_t low = (uint64_t)m & all;
     if (low < span) {
-        const uint64_t threshold = (UINT64_MAX - max) % span;
+        const uint64_t threshold = (all - max) % span;
         while (low < threshold) {
-            m = (bso_u128)bso_rng_next64(rng) * span;
-            low = (uint64_t)m;
+            m = (bso_u128)draw(rng) * span;
+            low = (uint64_t)m & all;
         }
     }
-    return (uint64_t)(m >> 64);
+    return (uint64_t)(m >> bits);
 }
 
 uint64_t bso_rng_bounded(bso_rng *rng, uint64_t max)
@@ -165,10 +157,10 @@ uint64_t bso_rng_bounded(bso_rng *rng, uint64_t max)
     if (max == UINT32_MAX)
         return bso_rng_next32(rng);
     if (max < UINT32_MAX)
-        return bounded32(rng, (uint32_t)max);
+        return lemire(rng, max, draw32, 32);
     if (max == UINT64_MAX)
         return bso_rng_next64(rng);
-    return bounded64(rng, max);
+    return lemire(rng, max, bso_rng_next64, 64);
 }
 
 static bool contains(const uint64_t *set, size_t n, uint64_t v)

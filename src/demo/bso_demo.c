@@ -1,8 +1,8 @@
 /*
  * bso-demo: drives the policy core through a job's recurrences on a synthetic workload and
  * prints every decision, so the pruning walk and the bandit can be watched without a server.
- * The workload is Zeus's golden scenario G (docs/policy.md): batch size 8 never converges and
- * the others converge after one epoch with a cost that wobbles around a per-size base.
+ * The workload is Zeus's golden scenario G (src/sim/scenario_g.h): batch size 8 never converges
+ * and the others converge after one epoch with a cost that wobbles around a per-size base.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -12,24 +12,7 @@
 #include "bso/error.h"
 #include "core/job.h"
 #include "os/os.h"
-
-static double base_cost(int64_t bs)
-{
-    switch (bs) {
-    case 8:
-        return 9000;
-    case 16:
-        return 5300;
-    case 32:
-        return 5000;
-    case 64:
-        return 5100;
-    case 128:
-        return 5400;
-    default:
-        return 8000;
-    }
-}
+#include "sim/scenario_g.h"
 
 static int usage(void)
 {
@@ -71,19 +54,7 @@ int main(int argc, char **argv)
     }
 
     struct bso_job_spec spec;
-    bso_job_spec_defaults(&spec);
-    snprintf(spec.job_id_prefix, sizeof spec.job_id_prefix, "demo");
-    snprintf(spec.gpu_model, sizeof spec.gpu_model, "A100");
-    const int64_t sizes[] = {8, 16, 32, 64, 128, 256};
-    memcpy(spec.batch_sizes, sizes, sizeof sizes);
-    spec.n_batch_sizes = 6;
-    spec.default_batch_size = 64;
-    spec.max_epochs = 10;
-    spec.max_power = 1000;
-    spec.number_of_gpus = 1;
-    spec.window_size = window;
-    spec.has_mab_seed = seed >= 0;
-    spec.mab_seed = seed;
+    bso_scenario_g_spec(&spec, window, seed);
 
     struct bso_spec_errors errs;
     if (bso_job_spec_validate(&spec, &errs) < 0) {
@@ -112,10 +83,7 @@ int main(int argc, char **argv)
             status = 1;
             break;
         }
-        const double cost = base_cost(t.batch_size) + (double)((k * 37) % 11 - 5) * 150;
-        struct bso_report rep = {.time = cost / 500, .energy = 0};
-        rep.metric = t.batch_size == 8 ? 0.1 : 0.9;
-        rep.current_epoch = t.batch_size == 8 ? 10 : 1;
+        struct bso_report rep = bso_scenario_g_report(k, t.batch_size);
         struct bso_decision d;
         size_t arm;
         if (bso_job_report(&job, &t, &rep, &d, &changed, &arm) < 0) {
