@@ -161,6 +161,40 @@ static void test_json_rejects_bad_input(void **state)
     assert_true(same_rng(&r, &before));
 }
 
+/* Thousands of mutated and truncated state texts: the reader never crashes (ASan watches), and
+ * whatever it accepts writes back as text it reads again to the same state. */
+static void test_json_mutations(void **state)
+{
+    (void)state;
+    bso_rng src, rng, back;
+    bso_rng_seed(&src, 5);
+    (void)bso_rng_next32(&src);
+    char valid[BSO_RNG_JSON_MAX], buf[BSO_RNG_JSON_MAX + 8], again[BSO_RNG_JSON_MAX];
+    const int n = bso_rng_to_json(&src, valid, sizeof valid);
+    assert_true(n > 0);
+    static const char alphabet[] = "{}[]\":, 0123456789.eE-+\\\"PCGxnull\t\n";
+    bso_rng_seed(&rng, 99);
+    int accepted = 0;
+    for (int i = 0; i < 20000; i++) {
+        memcpy(buf, valid, (size_t)n + 1);
+        int edits = 1 + (int)bso_rng_bounded(&rng, 3);
+        for (int e = 0; e < edits; e++) {
+            size_t at = (size_t)bso_rng_bounded(&rng, (uint64_t)n - 1);
+            buf[at] = alphabet[bso_rng_bounded(&rng, sizeof alphabet - 2)];
+        }
+        if (bso_rng_bounded(&rng, 4) == 0)
+            buf[bso_rng_bounded(&rng, (uint64_t)n)] = '\0';
+        bso_rng parsed;
+        if (bso_rng_from_json(&parsed, buf) != 0)
+            continue;
+        accepted++;
+        assert_true(bso_rng_to_json(&parsed, again, sizeof again) > 0);
+        assert_int_equal(bso_rng_from_json(&back, again), 0);
+        assert_true(same_rng(&parsed, &back));
+    }
+    print_message("%d of 20000 mutated states parsed\n", accepted);
+}
+
 static void test_bounded_stays_in_range(void **state)
 {
     (void)state;
@@ -222,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_json_matches_zeus_text),
         cmocka_unit_test(test_json_round_trip_keeps_stream),
         cmocka_unit_test(test_json_rejects_bad_input),
+        cmocka_unit_test(test_json_mutations),
         cmocka_unit_test(test_bounded_stays_in_range),
         cmocka_unit_test(test_choice_is_a_permutation),
         cmocka_unit_test(test_seed_words_limits),
