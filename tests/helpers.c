@@ -43,7 +43,7 @@ void explorer_job_spec(struct bso_job_spec *spec, int64_t default_bs)
 
 void start_job(struct bso_job *job, struct bso_job_spec *spec)
 {
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     assert_int_equal(bso_job_spec_validate(spec, &errs), 0);
     const uint32_t entropy[4] = {1, 2, 3, 4};
     assert_int_equal(bso_job_init(job, spec, entropy, 4), 0);

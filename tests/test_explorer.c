@@ -197,7 +197,7 @@ static void test_explore_direct(void **state)
 {
     (void)state;
     struct bso_job_spec spec;
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     explorer_job_spec(&spec, 32);
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
     struct bso_explore_result r;

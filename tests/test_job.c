@@ -199,7 +199,7 @@ static void test_unseeded_jobs_draw_from_their_entropy(void **state)
 {
     (void)state;
     struct bso_job_spec spec;
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     fake_job_spec(&spec);
     spec.has_mab_seed = false;
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);

@@ -11,7 +11,7 @@
 static struct bso_job_spec spec_with(double beta, bool higher_is_better)
 {
     struct bso_job_spec s;
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     fake_job_spec(&s);
     s.has_beta_knob = beta > 0;
     s.beta_knob = beta;

@@ -12,7 +12,7 @@
 static void expect_error(struct bso_job_spec *spec, const char *field, const char *type,
                          const char *msg)
 {
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     assert_int_equal(bso_job_spec_validate(spec, &errs), BSO_EINVAL);
     for (size_t i = 0; i < errs.n; i++)
         print_message("  %s: %s (%s)\n", errs.e[i].field, errs.e[i].msg, errs.e[i].type);
@@ -44,7 +44,7 @@ static void test_valid_spec_is_sorted(void **state)
 {
     (void)state;
     struct bso_job_spec s;
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     fake_job_spec(&s);
     assert_int_equal(bso_job_spec_validate(&s, &errs), 0);
     assert_int_equal(errs.n, 0);
@@ -113,7 +113,7 @@ static void test_zeus_root_errors(void **state)
                  "Job_id(other-1234) does not start with prefix(test).");
     /* A matching id passes. */
     snprintf(s.job_id, sizeof s.job_id, "test-1234");
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     assert_int_equal(bso_job_spec_validate(&s, &errs), 0);
 }
 
@@ -121,7 +121,7 @@ static void test_root_checks_skip_when_a_field_failed(void **state)
 {
     (void)state;
     struct bso_job_spec s;
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     fake_job_spec(&s);
     s.default_batch_size = 128; /* a root error... */
     s.eta_knob = 2;             /* ...hidden behind a field error */
@@ -191,11 +191,67 @@ static void test_checks_zeus_lacks(void **state)
                  "the bandit never leaves exploration.");
 }
 
+static void test_setters_bound_lengths_and_counts(void **state)
+{
+    (void)state;
+    struct bso_job_spec s;
+    struct bso_spec_errors errs = {0};
+    fake_job_spec(&s);
+    char long_text[BSO_JOB_ID_MAX + 2];
+    memset(long_text, 'a', sizeof long_text);
+    assert_int_equal(bso_job_spec_set_text(&s, BSO_SPEC_JOB_ID_PREFIX, "tst", 3, &errs), 0);
+    assert_string_equal(s.job_id_prefix, "tst");
+    /* The longest allowed id is accepted here; whether it fits the prefix is validation's job. */
+    assert_int_equal(bso_job_spec_set_text(&s, BSO_SPEC_JOB_ID, long_text, BSO_JOB_ID_MAX, &errs),
+                     0);
+    assert_int_equal(errs.n, 0);
+    assert_int_equal(
+        bso_job_spec_set_text(&s, BSO_SPEC_JOB_ID, long_text, BSO_JOB_ID_MAX + 1, &errs),
+        BSO_EINVAL);
+    assert_int_equal(bso_job_spec_set_text(&s, BSO_SPEC_GPU_MODEL, "A1\0", 3, &errs), BSO_EINVAL);
+    const char name[] = "NVIDIA RTX PRO 6000 Blackwell Server Edition"; /* too long for Zeus */
+    assert_int_equal(bso_job_spec_set_text(&s, BSO_SPEC_GPU_MODEL, name, sizeof name - 1, &errs),
+                     0);
+    int64_t many[BSO_MAX_BATCH_SIZES + 1];
+    for (size_t i = 0; i < BSO_MAX_BATCH_SIZES + 1; i++)
+        many[i] = (int64_t)i + 1;
+    assert_int_equal(bso_job_spec_set_batch_sizes(&s, many, BSO_MAX_BATCH_SIZES + 1, &errs),
+                     BSO_EINVAL);
+    assert_int_equal(s.n_batch_sizes, 0);
+    for (size_t i = 0; i < errs.n; i++)
+        print_message("  %s: %s (%s)\n", errs.e[i].field, errs.e[i].msg, errs.e[i].type);
+    assert_int_equal(errs.n, 3);
+    assert_string_equal(errs.e[0].field, "job_id");
+    assert_string_equal(errs.e[0].msg, "ensure this value has at most 255 characters");
+    assert_string_equal(errs.e[0].type, "value_error.any_str.max_length");
+    assert_int_equal(errs.e[0].limit, 255);
+    assert_string_equal(errs.e[1].msg, "gpu_model must not contain NUL characters");
+    assert_string_equal(errs.e[2].field, "batch_sizes");
+    assert_string_equal(errs.e[2].msg, "ensure this value has at most 256 items");
+    /* Validation keeps the setters' errors, adds nothing more for those fields (the emptied
+     * job_id and batch_sizes), and appends its own errors for other fields. */
+    s.max_epochs = 0;
+    assert_int_equal(bso_job_spec_validate(&s, &errs), BSO_EINVAL);
+    assert_int_equal(errs.n, 4);
+    assert_string_equal(errs.e[3].field, "max_epochs");
+    /* At exactly the limits everything passes. */
+    struct bso_spec_errors ok = {0};
+    fake_job_spec(&s);
+    assert_int_equal(bso_job_spec_set_batch_sizes(&s, many, BSO_MAX_BATCH_SIZES, &ok), 0);
+    s.default_batch_size = BSO_MAX_BATCH_SIZES;
+    assert_int_equal(
+        bso_job_spec_set_text(&s, BSO_SPEC_JOB_ID_PREFIX, long_text, BSO_JOB_ID_PREFIX_MAX, &ok),
+        0);
+    assert_int_equal(bso_job_spec_set_text(&s, BSO_SPEC_JOB_ID, long_text, BSO_JOB_ID_MAX, &ok), 0);
+    assert_int_equal(bso_job_spec_validate(&s, &ok), 0);
+    assert_true(s.has_job_id);
+}
+
 static void test_beta_null_is_valid(void **state)
 {
     (void)state;
     struct bso_job_spec s;
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     fake_job_spec(&s);
     s.has_beta_knob = false;
     s.beta_knob = -1; /* ignored when null */
@@ -212,7 +268,7 @@ static void test_equality_for_reregistration(void **state)
 {
     (void)state;
     struct bso_job_spec a, b;
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     fake_job_spec(&a);
     fake_job_spec(&b);
     /* Order of batch sizes does not matter once validated. */
@@ -246,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_zeus_root_errors),
         cmocka_unit_test(test_root_checks_skip_when_a_field_failed),
         cmocka_unit_test(test_checks_zeus_lacks),
+        cmocka_unit_test(test_setters_bound_lengths_and_counts),
         cmocka_unit_test(test_beta_null_is_valid),
         cmocka_unit_test(test_equality_for_reregistration),
     };

@@ -33,6 +33,10 @@ __attribute__((format(printf, 5, 6))) static void add(struct bso_spec_errors *er
 {
     if (errs->n >= BSO_SPEC_MAX_ERRORS)
         return;
+    /* One error per field, as pydantic reports: the first failure explains the field. */
+    for (size_t i = 0; i < errs->n; i++)
+        if (strcmp(errs->e[i].field, field) == 0)
+            return;
     struct bso_spec_error *e = &errs->e[errs->n++];
     e->field = field;
     e->type = type;
@@ -171,9 +175,55 @@ static bool check_roots(const struct bso_job_spec *s, struct bso_spec_errors *er
     return true;
 }
 
+int bso_job_spec_set_text(struct bso_job_spec *spec, enum bso_spec_text field, const char *value,
+                          size_t len, struct bso_spec_errors *errs)
+{
+    char *dst = spec->gpu_model;
+    size_t max = BSO_GPU_MODEL_MAX;
+    const char *name = "gpu_model";
+    if (field == BSO_SPEC_JOB_ID) {
+        dst = spec->job_id;
+        max = BSO_JOB_ID_MAX;
+        name = "job_id";
+        spec->has_job_id = true;
+    } else if (field == BSO_SPEC_JOB_ID_PREFIX) {
+        dst = spec->job_id_prefix;
+        max = BSO_JOB_ID_PREFIX_MAX;
+        name = "job_id_prefix";
+    }
+    dst[0] = '\0';
+    if (len > max) {
+        int64_t lim = (int64_t)max;
+        add(errs, name, "value_error.any_str.max_length", &lim,
+            "ensure this value has at most %zu characters", max);
+        return BSO_EINVAL;
+    }
+    if (memchr(value, '\0', len)) {
+        add(errs, name, "value_error", NULL, "%s must not contain NUL characters", name);
+        return BSO_EINVAL;
+    }
+    memcpy(dst, value, len);
+    dst[len] = '\0';
+    return 0;
+}
+
+int bso_job_spec_set_batch_sizes(struct bso_job_spec *spec, const int64_t *sizes, size_t n,
+                                 struct bso_spec_errors *errs)
+{
+    spec->n_batch_sizes = 0;
+    if (n > BSO_MAX_BATCH_SIZES) {
+        int64_t lim = BSO_MAX_BATCH_SIZES;
+        add(errs, "batch_sizes", "value_error.list.max_items", &lim,
+            "ensure this value has at most %d items", BSO_MAX_BATCH_SIZES);
+        return BSO_EINVAL;
+    }
+    memcpy(spec->batch_sizes, sizes, n * sizeof(*sizes));
+    spec->n_batch_sizes = n;
+    return 0;
+}
+
 int bso_job_spec_validate(struct bso_job_spec *spec, struct bso_spec_errors *errs)
 {
-    errs->n = 0;
     check_fields(spec, errs);
     if (errs->n == 0)
         check_roots(spec, errs);

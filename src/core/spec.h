@@ -3,8 +3,8 @@
  * GpuConfig) with the same defaults, the same validation and the same error texts, plus checks
  * Zeus lacks (positive, unique batch sizes; bounded counts and lengths; finite numbers; settings
  * that would break the policy later). Plain value type: no heap, copy with '='. Strings and the
- * batch-size list have fixed capacities: whoever fills the spec (the JSON decoder) refuses longer
- * input with its own error before copying.
+ * batch-size list have fixed capacities; fill them with the bso_job_spec_set_* functions, which
+ * turn over-long input into validation errors instead of truncating it.
  */
 #ifndef BSO_CORE_SPEC_H
 #define BSO_CORE_SPEC_H
@@ -68,9 +68,24 @@ struct bso_spec_errors {
  * left empty. */
 void bso_job_spec_defaults(struct bso_job_spec *spec);
 
-/* Validates the spec and sorts its batch sizes. Field checks run first, in field order; the
- * cross-field checks run only when every field passed, and stop at the first failure (pydantic's
- * skip_on_failure). Returns 0 when valid, else BSO_EINVAL with the failures in *errs. */
+/* The text fields a client sets. */
+enum bso_spec_text { BSO_SPEC_JOB_ID, BSO_SPEC_JOB_ID_PREFIX, BSO_SPEC_GPU_MODEL };
+
+/* Sets a text field from len bytes at value (NUL not required). Too long, or holding a NUL
+ * character: the field is left empty, an error is added to *errs and BSO_EINVAL returned.
+ * Setting BSO_SPEC_JOB_ID also sets has_job_id. */
+int bso_job_spec_set_text(struct bso_job_spec *spec, enum bso_spec_text field, const char *value,
+                          size_t len, struct bso_spec_errors *errs);
+
+/* Sets the batch-size list. More than BSO_MAX_BATCH_SIZES: the list is left empty, an error is
+ * added to *errs and BSO_EINVAL returned. */
+int bso_job_spec_set_batch_sizes(struct bso_job_spec *spec, const int64_t *sizes, size_t n,
+                                 struct bso_spec_errors *errs);
+
+/* Validates the spec and sorts its batch sizes, adding failures to *errs, which the caller
+ * zeroes before the first setter or this call. Field checks run first, in field order; the
+ * cross-field checks run only when no field failed (setters included), and stop at the first
+ * failure (pydantic's skip_on_failure). Returns 0 when *errs holds no failure, else BSO_EINVAL. */
 int bso_job_spec_validate(struct bso_job_spec *spec, struct bso_spec_errors *errs);
 
 /* Whether two validated specs are the same configuration (Zeus's re-registration test):

@@ -56,7 +56,7 @@ int main(int argc, char **argv)
     struct bso_job_spec spec;
     bso_scenario_g_spec(&spec, window, seed);
 
-    struct bso_spec_errors errs;
+    struct bso_spec_errors errs = {0};
     if (bso_job_spec_validate(&spec, &errs) < 0) {
         for (size_t i = 0; i < errs.n; i++)
             fprintf(stderr, "bso-demo: %s: %s\n", errs.e[i].field, errs.e[i].msg);
