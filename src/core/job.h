@@ -67,7 +67,8 @@ struct bso_arm *bso_job_find_arm(struct bso_job *job, int64_t batch_size);
 /* Creates the next trial and writes it to *trial. In the pruning stage it is an exploration or a
  * concurrent trial, and is kept; when pruning has just finished the arms are built, the stage
  * becomes MAB and the bandit chooses. BSO_EPRUNED (message BSO_MSG_ALL_PRUNED) when every batch
- * size was pruned; BSO_ENOMEM. */
+ * size was pruned; BSO_ENOMEM. *changed is right even on failure: the stage may have switched
+ * before the bandit ran out of memory. */
 int bso_job_predict(struct bso_job *job, struct bso_trial *trial, unsigned *changed);
 
 /* Handles a progress report on *trial (the caller's record; the kept copy is updated too).
