@@ -2,6 +2,7 @@
 #include "core/job.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +209,8 @@ int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bs
         return BSO_EINVAL;
 
     bso_report_decide(&job->spec, job->has_min_cost, job->min_cost, trial->batch_size, rep, out);
+    if (!isfinite(out->cost))
+        return fail(job, BSO_EINVAL, "time and energy are too large: the cost overflows");
     if (!out->stop_train)
         return 0;
 
