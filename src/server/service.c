@@ -1,0 +1,266 @@
+/* Transactions around the policy core; see service.h. */
+#include "server/service.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bso/error.h"
+#include "core/pyfmt.h"
+#include "os/os.h"
+#include "server/log.h"
+
+__attribute__((format(printf, 3, 4))) static int say(char *msg, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, BSO_SVC_MSG_MAX, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* A database failure: logged in full, reported to the client without internals. */
+static int db_error(struct bso_session *s, int rc, const char *what, char *msg)
+{
+    log_error("%s: %s (%s)", what, bso_session_errmsg(s), bso_strerror(rc));
+    return say(msg, BSO_EIO, "The database is unavailable; try again.");
+}
+
+static int finish(struct bso_session *s, int rc, const char *what, char *msg)
+{
+    if (rc < 0) {
+        bso_session_rollback(s);
+        return rc;
+    }
+    rc = bso_session_commit(s);
+    return rc < 0 ? db_error(s, rc, what, msg) : 0;
+}
+
+int bso_pystr_repr(const char *v, char *buf, size_t cap)
+{
+    const char quote = strchr(v, '\'') && !strchr(v, '"') ? '"' : '\'';
+    size_t o = 0;
+    if (cap < 3)
+        return BSO_ERANGE;
+    buf[o++] = quote;
+    for (const char *p = v; *p; p++) {
+        char esc[8] = {0};
+        if (*p == '\\' || *p == quote)
+            snprintf(esc, sizeof esc, "\\%c", *p);
+        else if (*p == '\n')
+            snprintf(esc, sizeof esc, "\\n");
+        else if (*p == '\t')
+            snprintf(esc, sizeof esc, "\\t");
+        else if ((unsigned char)*p < 0x20)
+            snprintf(esc, sizeof esc, "\\x%02x", (unsigned char)*p);
+        else
+            esc[0] = *p;
+        size_t n = strlen(esc);
+        if (o + n + 2 > cap)
+            return BSO_ERANGE;
+        memcpy(buf + o, esc, n);
+        o += n;
+    }
+    buf[o++] = quote;
+    buf[o] = '\0';
+    return (int)o;
+}
+
+/* Entropy for ids and unseeded generators; the kernel never fails us on Linux >= 3.17. */
+static int entropy(uint32_t *w, size_t n, char *msg)
+{
+    if (bso_os_entropy(w, n) < 0) {
+        log_error("getrandom failed");
+        return say(msg, BSO_EIO, "The server could not gather entropy; try again.");
+    }
+    return 0;
+}
+
+int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, bool *created, char *msg)
+{
+    int rc = bso_session_begin_write(s, spec->has_job_id ? spec->job_id : NULL);
+    if (rc < 0)
+        return db_error(s, rc, "register", msg);
+
+    if (!spec->has_job_id) {
+        /* "<prefix>-<8 hex>", as Zeus names jobs, from the kernel's randomness. */
+        for (int attempt = 0;; attempt++) {
+            uint32_t r;
+            if ((rc = entropy(&r, 1, msg)) < 0)
+                return finish(s, rc, "register", msg);
+            snprintf(spec->job_id, sizeof spec->job_id, "%s-%08x", spec->job_id_prefix, r);
+            rc = bso_session_job_exists(s, spec->job_id);
+            if (rc < 0)
+                return finish(s, db_error(s, rc, "register", msg), "register", msg);
+            if (rc == 0)
+                break;
+            if (attempt > 100)
+                return finish(s, say(msg, BSO_EIO, "Could not find a free job id."), "", msg);
+        }
+        spec->has_job_id = true;
+    } else {
+        struct bso_job existing;
+        rc = bso_session_load_job(s, spec->job_id, 0, &existing);
+        if (rc == 0) {
+            const bool same = bso_job_spec_equal(&existing.spec, spec);
+            bso_job_clear(&existing);
+            if (!same)
+                return finish(s,
+                              say(msg, BSO_ECONFLICT,
+                                  "JobSpec doesn't match with existing jobSpec. Use a new job_id "
+                                  "for different configuration"),
+                              "register", msg);
+            *created = false;
+            return finish(s, 0, "register", msg);
+        }
+        if (rc != BSO_ENOTFOUND)
+            return finish(s, db_error(s, rc, "register", msg), "register", msg);
+    }
+
+    uint32_t words[4];
+    struct bso_job job;
+    if ((rc = entropy(words, 4, msg)) < 0)
+        return finish(s, rc, "register", msg);
+    rc = bso_job_init(&job, spec, words, 4);
+    if (rc == 0) {
+        rc = bso_session_insert_job(s, &job);
+        if (rc < 0)
+            rc = db_error(s, rc, "register", msg);
+    } else {
+        rc = say(msg, rc, "%s", bso_job_errmsg(&job));
+    }
+    bso_job_clear(&job);
+    *created = true;
+    return finish(s, rc, "register", msg);
+}
+
+int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial *trial,
+                    bool *stage_changed, int64_t *arms_out, size_t *n_arms, char *msg)
+{
+    int rc = bso_session_begin_write(s, job_id);
+    if (rc < 0)
+        return db_error(s, rc, "predict", msg);
+    struct bso_job job;
+    rc = bso_session_load_job(s, job_id, BSO_LOAD_TRIALS | BSO_LOAD_ARMS, &job);
+    if (rc == BSO_ENOTFOUND)
+        return finish(s, say(msg, rc, "Unknown job(%s). Please register the job first", job_id),
+                      "predict", msg);
+    if (rc < 0)
+        return finish(s, db_error(s, rc, "predict", msg), "predict", msg);
+
+    unsigned changed;
+    rc = bso_job_predict(&job, trial, &changed);
+    if (rc < 0) {
+        rc = say(msg, rc, "%s", bso_job_errmsg(&job));
+    } else {
+        rc = bso_session_save(s, &job, changed, trial, true, 0);
+        if (rc < 0)
+            rc = db_error(s, rc, "predict", msg);
+    }
+    *stage_changed = rc == 0 && (changed & BSO_CHANGED_STAGE);
+    if (*stage_changed && arms_out && n_arms) {
+        *n_arms = job.n_arms;
+        for (size_t i = 0; i < job.n_arms; i++)
+            arms_out[i] = job.arms[i].batch_size;
+    }
+    bso_job_clear(&job);
+    return finish(s, rc, "predict", msg);
+}
+
+/* Loads the job and the trial a client names; Zeus's messages when either is unknown. */
+static int load_pair(struct bso_session *s, const struct bso_trial_key *key, unsigned load,
+                     struct bso_job *job, struct bso_trial *trial, const char *unknown_job,
+                     const char *unknown_trial, char *msg)
+{
+    int rc = bso_session_load_job(s, key->job_id, load, job);
+    if (rc == BSO_ENOTFOUND)
+        return say(msg, rc, "%s", unknown_job);
+    if (rc < 0)
+        return db_error(s, rc, "load job", msg);
+    rc = bso_session_load_trial(s, key->job_id, key->trial_number, trial);
+    if (rc == 0 && trial->batch_size != key->batch_size)
+        rc = BSO_ENOTFOUND;
+    if (rc == BSO_ENOTFOUND) {
+        bso_job_clear(job);
+        return say(msg, rc, "%s", unknown_trial);
+    }
+    if (rc < 0) {
+        bso_job_clear(job);
+        return db_error(s, rc, "load trial", msg);
+    }
+    return 0;
+}
+
+int bso_svc_report(struct bso_session *s, const struct bso_trial_key *key,
+                   const struct bso_report *rep, struct bso_decision *out, char *msg)
+{
+    int rc = bso_session_begin_write(s, key->job_id);
+    if (rc < 0)
+        return db_error(s, rc, "report", msg);
+    /* Zeus's "Unknown trial" message prints the whole TrainingResult as pydantic does. */
+    char unknown[BSO_SVC_MSG_MAX], id[600], t[BSO_PYFLOAT_MAX], e[BSO_PYFLOAT_MAX],
+        m[BSO_PYFLOAT_MAX];
+    bso_pystr_repr(key->job_id, id, sizeof id);
+    bso_pyfloat_repr(rep->time, t, sizeof t);
+    bso_pyfloat_repr(rep->energy, e, sizeof e);
+    bso_pyfloat_repr(rep->metric, m, sizeof m);
+    snprintf(unknown, sizeof unknown,
+             "Unknown trial job_id=%s batch_size=%" PRId64 " trial_number=%" PRId64
+             " time=%s energy=%s metric=%s current_epoch=%" PRId64,
+             id, key->batch_size, key->trial_number, t, e, m, rep->current_epoch);
+
+    char unknown_job[BSO_SVC_MSG_MAX];
+    snprintf(unknown_job, sizeof unknown_job, "Unknown job %s", key->job_id);
+    struct bso_job job;
+    struct bso_trial trial;
+    rc = load_pair(s, key, BSO_LOAD_ARMS, &job, &trial, unknown_job, unknown, msg);
+    if (rc < 0)
+        return finish(s, rc, "report", msg);
+    unsigned changed;
+    size_t arm = 0;
+    rc = bso_job_report(&job, &trial, rep, out, &changed, &arm);
+    if (rc < 0)
+        rc = say(msg, rc, "%s", bso_job_errmsg(&job));
+    else if (changed && (rc = bso_session_save(s, &job, changed, &trial, false, arm)) < 0)
+        rc = db_error(s, rc, "report", msg);
+    bso_job_clear(&job);
+    return finish(s, rc, "report", msg);
+}
+
+int bso_svc_end_trial(struct bso_session *s, const struct bso_trial_key *key, char *msg)
+{
+    int rc = bso_session_begin_write(s, key->job_id);
+    if (rc < 0)
+        return db_error(s, rc, "end trial", msg);
+    char unknown[BSO_SVC_MSG_MAX], id[600];
+    bso_pystr_repr(key->job_id, id, sizeof id);
+    snprintf(unknown, sizeof unknown,
+             "Could not find the trial: job_id=%s batch_size=%" PRId64 " trial_number=%" PRId64, id,
+             key->batch_size, key->trial_number);
+    struct bso_job job;
+    struct bso_trial trial;
+    /* Zeus answers an unknown job here with the unknown-trial message too. */
+    rc = load_pair(s, key, 0, &job, &trial, unknown, unknown, msg);
+    if (rc < 0)
+        return finish(s, rc, "end trial", msg);
+    unsigned changed;
+    bso_job_end_trial(&job, &trial, &changed);
+    if (changed && (rc = bso_session_save(s, &job, changed, &trial, false, 0)) < 0)
+        rc = db_error(s, rc, "end trial", msg);
+    bso_job_clear(&job);
+    return finish(s, rc, "end trial", msg);
+}
+
+int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg)
+{
+    int rc = bso_session_begin_write(s, job_id);
+    if (rc < 0)
+        return db_error(s, rc, "delete", msg);
+    rc = bso_session_delete_job(s, job_id);
+    if (rc == BSO_ENOTFOUND)
+        rc = say(msg, rc, "No job was deleted.");
+    else if (rc < 0)
+        rc = db_error(s, rc, "delete", msg);
+    return finish(s, rc, "delete", msg);
+}

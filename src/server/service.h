@@ -1,0 +1,55 @@
+/*
+ * The BSO operations as transactions: each call opens one transaction on the session, loads what
+ * the policy needs, runs the core, writes back what changed and commits, or rolls back and
+ * changes nothing. Failures carry Zeus's message texts in msg; the caller maps codes to HTTP.
+ *
+ *   BSO_EINVAL     bad input (400, or 422 for spec validation)
+ *   BSO_ENOTFOUND  unknown job or trial (Zeus answers 400 or 404 depending on the endpoint)
+ *   BSO_ESTATE     the operation does not fit the trial's state (400)
+ *   BSO_ECONFLICT  a different spec under the same job id (409)
+ *   BSO_EPRUNED    every batch size was pruned
+ *   BSO_EIO        the database failed (details logged, never sent)
+ */
+#ifndef BSO_SERVER_SERVICE_H
+#define BSO_SERVER_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/job.h"
+#include "store/store.h"
+
+#define BSO_SVC_MSG_MAX 1024
+
+/* Registers a validated spec. Without a job id one is generated ("<prefix>-<8 hex>"). With an
+ * existing id the stored spec must be the same (then *created is false and nothing is written),
+ * else BSO_ECONFLICT. spec->job_id holds the final id on success. */
+int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, bool *created, char *msg);
+
+/* Creates the job's next trial. *stage_changed tells that pruning just ended and the bandit was
+ * built (arms listed in *arms_out, n in *n_arms, when those are not NULL). */
+int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial *trial,
+                    bool *stage_changed, int64_t *arms_out, size_t *n_arms, char *msg);
+
+/* The identity of a trial as clients send it. */
+struct bso_trial_key {
+    const char *job_id;
+    int64_t batch_size;
+    int64_t trial_number;
+};
+
+/* A progress report on a trial. */
+int bso_svc_report(struct bso_session *s, const struct bso_trial_key *key,
+                   const struct bso_report *rep, struct bso_decision *out, char *msg);
+
+/* Ends a trial that will not report: Dispatched becomes Failed; otherwise nothing happens. */
+int bso_svc_end_trial(struct bso_session *s, const struct bso_trial_key *key, char *msg);
+
+/* Deletes a job with its trials and arms. */
+int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg);
+
+/* Python's repr of a str, as pydantic prints it in messages: 'abc', or "it's". */
+int bso_pystr_repr(const char *v, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,897 @@
+/*
+ * The SQLite backend: WAL journal, one connection per session, BEGIN IMMEDIATE for writers (the
+ * database write lock is the per-job lock, across threads and processes), numbered migrations
+ * tracked in PRAGMA user_version and applied in one transaction.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bso/error.h"
+#include "store/store_impl.h"
+
+/* Schema migrations, in order. Migration i brings user_version from i to i + 1. Never edit one
+ * that has shipped; add another. */
+static const char *const migrations[] = {
+    /* 1: jobs, trials and arms */
+    "CREATE TABLE job (\n"
+    "  job_id TEXT PRIMARY KEY,\n"
+    "  job_id_prefix TEXT NOT NULL,\n"
+    "  batch_sizes TEXT NOT NULL,            -- JSON array, ascending\n"
+    "  default_batch_size INTEGER NOT NULL,\n"
+    "  eta_knob REAL NOT NULL,\n"
+    "  beta_knob REAL,                       -- NULL: early stopping off\n"
+    "  target_metric REAL NOT NULL,\n"
+    "  higher_is_better_metric INTEGER NOT NULL,\n"
+    "  max_epochs INTEGER NOT NULL,\n"
+    "  num_pruning_rounds INTEGER NOT NULL,\n"
+    "  window_size INTEGER NOT NULL,\n"
+    "  mab_prior_mean REAL NOT NULL,\n"
+    "  mab_prior_precision REAL NOT NULL,\n"
+    "  mab_num_explorations INTEGER NOT NULL,\n"
+    "  mab_seed INTEGER,\n"
+    "  max_power REAL NOT NULL,\n"
+    "  number_of_gpus INTEGER NOT NULL,\n"
+    "  gpu_model TEXT NOT NULL,\n"
+    "  stage TEXT NOT NULL CHECK (stage IN ('Pruning', 'MAB')),\n"
+    "  min_cost REAL,\n"
+    "  min_cost_batch_size INTEGER NOT NULL,\n"
+    "  rng_state TEXT NOT NULL,              -- numpy bit_generator.state as JSON\n"
+    "  last_trial_number INTEGER NOT NULL,\n"
+    "  created_at TEXT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE trial (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  trial_number INTEGER NOT NULL,\n"
+    "  batch_size INTEGER NOT NULL,\n"
+    "  type TEXT NOT NULL CHECK (type IN ('Exploration', 'Concurrent', 'MAB')),\n"
+    "  status TEXT NOT NULL CHECK (status IN ('Dispatched', 'Succeeded', 'Failed')),\n"
+    "  start_timestamp TEXT NOT NULL,\n"
+    "  end_timestamp TEXT,\n"
+    "  time REAL,\n"
+    "  energy REAL,\n"
+    "  converged INTEGER,\n"
+    "  PRIMARY KEY (job_id, trial_number)\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE arm (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  batch_size INTEGER NOT NULL,\n"
+    "  param_mean REAL NOT NULL,\n"
+    "  param_precision REAL NOT NULL,\n"
+    "  reward_precision REAL NOT NULL,\n"
+    "  num_observations INTEGER NOT NULL,\n"
+    "  n_results INTEGER NOT NULL,\n"
+    "  recent TEXT NOT NULL,                 -- JSON [[trial_number, reward], ...]\n"
+    "  PRIMARY KEY (job_id, batch_size)\n"
+    ") WITHOUT ROWID;\n",
+};
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
+
+enum stmt_id {
+    ST_LOAD_JOB,
+    ST_LOAD_TRIALS,
+    ST_LOAD_ARMS,
+    ST_INSERT_JOB,
+    ST_UPDATE_JOB,
+    ST_INSERT_TRIAL,
+    ST_UPDATE_TRIAL,
+    ST_INSERT_ARM,
+    ST_UPDATE_ARM,
+    ST_LOAD_TRIAL,
+    ST_DELETE_JOB,
+    ST_JOB_EXISTS,
+    ST_LIST_JOBS,
+    ST_LIST_TRIALS,
+    ST_COUNT_TRIALS,
+    ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_LOAD_JOB] =
+        "SELECT job_id, job_id_prefix, batch_sizes, default_batch_size, eta_knob, beta_knob,"
+        " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
+        " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
+        " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
+        " last_trial_number FROM job WHERE job_id = ?1",
+    [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
+                       " FROM trial WHERE job_id = ?1 ORDER BY trial_number",
+    [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
+                     " num_observations, n_results, recent FROM arm WHERE job_id = ?1"
+                     " ORDER BY batch_size",
+    [ST_INSERT_JOB] =
+        "INSERT INTO job (job_id, job_id_prefix, batch_sizes, default_batch_size, eta_knob,"
+        " beta_knob, target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds,"
+        " window_size, mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed,"
+        " max_power, number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
+        " last_trial_number, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
+        " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
+        " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    [ST_UPDATE_JOB] = "UPDATE job SET stage = ?2, min_cost = ?3, min_cost_batch_size = ?4,"
+                      " rng_state = ?5, last_trial_number = ?6 WHERE job_id = ?1",
+    [ST_INSERT_TRIAL] =
+        "INSERT INTO trial (job_id, trial_number, batch_size, type, status, start_timestamp)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    [ST_UPDATE_TRIAL] = "UPDATE trial SET status = ?3, time = ?4, energy = ?5, converged = ?6,"
+                        " end_timestamp = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+                        " WHERE job_id = ?1 AND trial_number = ?2",
+    [ST_INSERT_ARM] = "INSERT INTO arm (job_id, batch_size, param_mean, param_precision,"
+                      " reward_precision, num_observations, n_results, recent)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_UPDATE_ARM] = "UPDATE arm SET param_mean = ?3, param_precision = ?4,"
+                      " reward_precision = ?5, num_observations = ?6, n_results = ?7,"
+                      " recent = ?8 WHERE job_id = ?1 AND batch_size = ?2",
+    [ST_LOAD_TRIAL] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
+                      " FROM trial WHERE job_id = ?1 AND trial_number = ?2",
+    [ST_DELETE_JOB] = "DELETE FROM job WHERE job_id = ?1",
+    [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = ?1",
+    [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
+                     " min_cost_batch_size, created_at FROM job WHERE job_id > ?1"
+                     " ORDER BY job_id LIMIT ?2",
+    [ST_LIST_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged,"
+                       " start_timestamp, end_timestamp FROM trial WHERE job_id = ?1"
+                       " AND trial_number > ?2 ORDER BY trial_number LIMIT ?3",
+    [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = ?1 GROUP BY status",
+};
+
+struct backend {
+    char path[4096];
+    bool memory;
+    struct bso_store_options opt;
+    sqlite3 *keeper; /* holds an in-memory database alive between sessions */
+};
+
+struct sqlite_session {
+    struct bso_session base;
+    sqlite3 *db;
+    bool owns_db; /* false for the shared connection of an in-memory database */
+    sqlite3_stmt *st[ST_COUNT];
+    bool in_tx;
+};
+
+static struct sqlite_session *ss(struct bso_session *s)
+{
+    return (struct sqlite_session *)s;
+}
+
+/* Reports a SQLite failure. The detail goes to the session (for logs), never to clients. */
+static int db_fail(struct bso_session *s, const char *what)
+{
+    return bso_session_fail(s, BSO_EIO, "sqlite: %s: %s", what, sqlite3_errmsg(ss(s)->db));
+}
+
+static int exec(sqlite3 *db, const char *sql, char *err, size_t errcap)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    snprintf(err, errcap, "sqlite: %s", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return BSO_EIO;
+}
+
+static int connect(struct backend *b, sqlite3 **out, char *err, size_t errcap)
+{
+    sqlite3 *db = NULL;
+    const int flags =
+        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(b->path, &db, flags, NULL) != SQLITE_OK) {
+        snprintf(err, errcap, "cannot open database '%s': %s", b->path,
+                 db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return BSO_EIO;
+    }
+    sqlite3_busy_timeout(db, b->opt.busy_timeout_ms > 0 ? b->opt.busy_timeout_ms : 10000);
+    char pragmas[256];
+    snprintf(pragmas, sizeof pragmas, "PRAGMA foreign_keys = ON; %s PRAGMA synchronous = %s;",
+             b->memory ? "" : "PRAGMA journal_mode = WAL;",
+             b->opt.durability == BSO_DURABILITY_FULL ? "FULL" : "NORMAL");
+    int rc = exec(db, pragmas, err, errcap);
+    if (rc < 0) {
+        sqlite3_close(db);
+        return rc;
+    }
+    *out = db;
+    return 0;
+}
+
+static int user_version(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Applies every pending migration in one transaction. */
+static int migrate(sqlite3 *db, char *err, size_t errcap)
+{
+    int rc = exec(db, "BEGIN IMMEDIATE", err, errcap);
+    if (rc < 0)
+        return rc;
+    int v = user_version(db);
+    if (v < 0 || v > N_MIGRATIONS) {
+        if (v > N_MIGRATIONS)
+            snprintf(err, errcap,
+                     "the database schema (version %d) is newer than this bso-server "
+                     "understands (%d): upgrade bso-server",
+                     v, N_MIGRATIONS);
+        else
+            snprintf(err, errcap, "cannot read the schema version: %s", sqlite3_errmsg(db));
+        exec(db, "ROLLBACK", err + strlen(err), 0);
+        return BSO_ESTATE;
+    }
+    for (; v < N_MIGRATIONS && rc == 0; v++)
+        rc = exec(db, migrations[v], err, errcap);
+    if (rc == 0) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %d", v);
+        rc = exec(db, sql, err, errcap);
+    }
+    if (rc == 0)
+        rc = exec(db, "COMMIT", err, errcap);
+    if (rc < 0)
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+static int be_open(const char *target, const struct bso_store_options *opt, void **out, char *err,
+                   size_t errcap)
+{
+    struct backend *b = calloc(1, sizeof(*b));
+    if (!b) {
+        snprintf(err, errcap, "out of memory");
+        return BSO_ENOMEM;
+    }
+    b->opt = opt ? *opt : (struct bso_store_options){0};
+    if (strcmp(target, ":memory:") == 0 || target[0] == '\0') {
+        /* A named shared in-memory database, so every session sees the same data. */
+        static int counter;
+        b->memory = true;
+        snprintf(b->path, sizeof b->path, "file:bso-mem-%p-%d?mode=memory&cache=shared", (void *)b,
+                 __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+    } else if (strlen(target) >= sizeof b->path) {
+        snprintf(err, errcap, "database path too long");
+        free(b);
+        return BSO_EINVAL;
+    } else {
+        snprintf(b->path, sizeof b->path, "%s", target);
+    }
+    sqlite3 *db;
+    int rc = connect(b, &db, err, errcap);
+    if (rc == 0)
+        rc = migrate(db, err, errcap);
+    if (rc < 0) {
+        sqlite3_close(db);
+        free(b);
+        return rc;
+    }
+    b->keeper = db;
+    *out = b;
+    return 0;
+}
+
+static void be_close(void *backend)
+{
+    struct backend *b = backend;
+    if (!b)
+        return;
+    sqlite3_close(b->keeper);
+    free(b);
+}
+
+static int be_schema_version(void *backend)
+{
+    return user_version(((struct backend *)backend)->keeper);
+}
+
+static int be_session_limit(void *backend)
+{
+    /* Shared-cache memory databases lock per table and would need unlock notification to
+     * share; one connection is plenty for tests and demos. */
+    return ((struct backend *)backend)->memory ? 1 : 0;
+}
+
+static const char *be_migrations_sql(void)
+{
+    static char all[8192];
+    if (all[0] == '\0') {
+        size_t o = 0;
+        o += (size_t)snprintf(all + o, sizeof all - o, "BEGIN;\n");
+        for (int i = 0; i < N_MIGRATIONS; i++)
+            o += (size_t)snprintf(all + o, sizeof all - o, "-- migration %d\n%s", i + 1,
+                                  migrations[i]);
+        snprintf(all + o, sizeof all - o, "PRAGMA user_version = %d;\nCOMMIT;\n", N_MIGRATIONS);
+    }
+    return all;
+}
+
+static struct bso_session *be_session_new(void *backend, char *err, size_t errcap)
+{
+    struct backend *b = backend;
+    struct sqlite_session *s = calloc(1, sizeof(*s));
+    if (!s) {
+        snprintf(err, errcap, "out of memory");
+        return NULL;
+    }
+    if (b->memory) {
+        s->db = b->keeper; /* the single connection; the pool hands it to one thread at a time */
+    } else if (connect(b, &s->db, err, errcap) < 0) {
+        free(s);
+        return NULL;
+    } else {
+        s->owns_db = true;
+    }
+    return &s->base;
+}
+
+static void be_session_free(struct bso_session *base)
+{
+    struct sqlite_session *s = ss(base);
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    if (s->owns_db)
+        sqlite3_close(s->db);
+    free(s);
+}
+
+/* The cached statement, reset and unbound, or NULL with the error recorded. */
+static sqlite3_stmt *stmt(struct bso_session *base, enum stmt_id id)
+{
+    struct sqlite_session *s = ss(base);
+    if (!s->st[id] && sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                                         &s->st[id], NULL) != SQLITE_OK) {
+        db_fail(base, "prepare");
+        return NULL;
+    }
+    sqlite3_reset(s->st[id]);
+    sqlite3_clear_bindings(s->st[id]);
+    return s->st[id];
+}
+
+static int be_begin(struct bso_session *s, const char *sql)
+{
+    if (sqlite3_exec(ss(s)->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(s, "begin");
+    ss(s)->in_tx = true;
+    return 0;
+}
+
+static int be_begin_write(struct bso_session *s, const char *job_id)
+{
+    (void)job_id; /* SQLite has one write lock for the whole database */
+    return be_begin(s, "BEGIN IMMEDIATE");
+}
+
+static int be_begin_read(struct bso_session *s)
+{
+    return be_begin(s, "BEGIN");
+}
+
+static int be_commit(struct bso_session *s)
+{
+    if (sqlite3_exec(ss(s)->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        int rc = db_fail(s, "commit");
+        sqlite3_exec(ss(s)->db, "ROLLBACK", NULL, NULL, NULL);
+        ss(s)->in_tx = false;
+        return rc;
+    }
+    ss(s)->in_tx = false;
+    return 0;
+}
+
+static void be_rollback(struct bso_session *s)
+{
+    if (ss(s)->in_tx)
+        sqlite3_exec(ss(s)->db, "ROLLBACK", NULL, NULL, NULL);
+    ss(s)->in_tx = false;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+    sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? (const char *)t : "";
+}
+
+static int step_done(struct bso_session *s, sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, what);
+}
+
+/* Name lookups for the enum columns. */
+static int parse_type(const char *t)
+{
+    return strcmp(t, "MAB") == 0          ? BSO_TRIAL_MAB
+           : strcmp(t, "Concurrent") == 0 ? BSO_TRIAL_CONCURRENT
+                                          : BSO_TRIAL_EXPLORATION;
+}
+
+static int parse_status(const char *t)
+{
+    return strcmp(t, "Succeeded") == 0 ? BSO_TRIAL_SUCCEEDED
+           : strcmp(t, "Failed") == 0  ? BSO_TRIAL_FAILED
+                                       : BSO_TRIAL_DISPATCHED;
+}
+
+static void read_trial(sqlite3_stmt *st, struct bso_trial *t)
+{
+    t->number = sqlite3_column_int64(st, 0);
+    t->batch_size = sqlite3_column_int64(st, 1);
+    t->type = parse_type(col_text(st, 2));
+    t->status = parse_status(col_text(st, 3));
+    t->time = sqlite3_column_double(st, 4);
+    t->energy = sqlite3_column_double(st, 5);
+    t->converged = sqlite3_column_int(st, 6) != 0;
+}
+
+/* "[8,16,32]" <-> batch sizes. */
+static int format_sizes(const struct bso_job_spec *spec, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[o++] = '[';
+    for (size_t i = 0; i < spec->n_batch_sizes; i++) {
+        int w = snprintf(buf + o, cap - o, "%s%" PRId64, i ? "," : "", spec->batch_sizes[i]);
+        if (w < 0 || (size_t)w >= cap - o)
+            return BSO_ERANGE;
+        o += (size_t)w;
+    }
+    if (o + 2 > cap)
+        return BSO_ERANGE;
+    buf[o++] = ']';
+    buf[o] = '\0';
+    return 0;
+}
+
+static int parse_sizes(const char *text, struct bso_job_spec *spec)
+{
+    const char *p = text;
+    size_t n = 0;
+    if (*p++ != '[')
+        return BSO_EPARSE;
+    while (*p && *p != ']') {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || n >= BSO_MAX_BATCH_SIZES)
+            return BSO_EPARSE;
+        spec->batch_sizes[n++] = v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    spec->n_batch_sizes = n;
+    return *p == ']' ? 0 : BSO_EPARSE;
+}
+
+/* "[[n,reward],...]" <-> an arm's recent rewards; %.17g keeps every bit. */
+static char *format_recent(const struct bso_arm *a)
+{
+    size_t cap = 3 + a->n_recent * 48;
+    char *buf = malloc(cap);
+    if (!buf)
+        return NULL;
+    size_t o = 0;
+    buf[o++] = '[';
+    for (size_t i = 0; i < a->n_recent; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s[%" PRId64 ",%.17g]", i ? "," : "",
+                              a->recent[i].trial_number, a->recent[i].reward);
+    buf[o++] = ']';
+    buf[o] = '\0';
+    return buf;
+}
+
+static int parse_recent(const char *text, struct bso_arm *a)
+{
+    size_t n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '[';
+    n = n > 0 ? n - 1 : 0;
+    a->recent = n ? malloc(n * sizeof(*a->recent)) : NULL;
+    if (n && !a->recent)
+        return BSO_ENOMEM;
+    a->cap_recent = n;
+    a->n_recent = 0;
+    const char *p = text + 1;
+    while (a->n_recent < n) {
+        p = strchr(p, '[');
+        if (!p)
+            return BSO_EPARSE;
+        char *end;
+        long long number = strtoll(p + 1, &end, 10);
+        if (*end != ',')
+            return BSO_EPARSE;
+        double reward = strtod(end + 1, &end);
+        if (*end != ']')
+            return BSO_EPARSE;
+        a->recent[a->n_recent++] = (struct bso_reward){number, reward};
+        p = end;
+    }
+    return 0;
+}
+
+static int load_trials(struct bso_session *s, const char *job_id, struct bso_job *job)
+{
+    sqlite3_stmt *st = stmt(s, ST_LOAD_TRIALS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (job->n_trials == job->cap_trials) {
+            size_t cap = job->cap_trials ? job->cap_trials * 2 : 16;
+            struct bso_trial *g = realloc(job->trials, cap * sizeof(*g));
+            if (!g) {
+                sqlite3_reset(st);
+                return bso_session_fail(s, BSO_ENOMEM, "out of memory");
+            }
+            job->trials = g;
+            job->cap_trials = cap;
+        }
+        read_trial(st, &job->trials[job->n_trials++]);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "load trials");
+}
+
+static int load_arms(struct bso_session *s, const char *job_id, struct bso_job *job)
+{
+    sqlite3_stmt *st = stmt(s, ST_LOAD_ARMS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    int rc;
+    size_t cap = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (job->n_arms == cap) {
+            cap = cap ? cap * 2 : 8;
+            struct bso_arm *g = realloc(job->arms, cap * sizeof(*g));
+            if (!g) {
+                sqlite3_reset(st);
+                return bso_session_fail(s, BSO_ENOMEM, "out of memory");
+            }
+            job->arms = g;
+        }
+        struct bso_arm *a = &job->arms[job->n_arms++];
+        bso_arm_init(a, sqlite3_column_int64(st, 0));
+        a->param_mean = sqlite3_column_double(st, 1);
+        a->param_precision = sqlite3_column_double(st, 2);
+        a->reward_precision = sqlite3_column_double(st, 3);
+        a->num_observations = sqlite3_column_int64(st, 4);
+        a->n_results = sqlite3_column_int64(st, 5);
+        int prc = parse_recent(col_text(st, 6), a);
+        if (prc < 0) {
+            sqlite3_reset(st);
+            return bso_session_fail(s, prc, "arm %" PRId64 " of job %s: bad reward window",
+                                    a->batch_size, job_id);
+        }
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "load arms");
+}
+
+static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
+                       struct bso_job *job)
+{
+    sqlite3_stmt *st = stmt(s, ST_LOAD_JOB);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        return bso_session_fail(s, BSO_ENOTFOUND, "no job %s", job_id);
+    }
+    if (rc != SQLITE_ROW)
+        return db_fail(s, "load job");
+    memset(job, 0, sizeof(*job));
+    struct bso_job_spec *sp = &job->spec;
+    sp->has_job_id = true;
+    snprintf(sp->job_id, sizeof sp->job_id, "%s", col_text(st, 0));
+    snprintf(sp->job_id_prefix, sizeof sp->job_id_prefix, "%s", col_text(st, 1));
+    int bad = parse_sizes(col_text(st, 2), sp);
+    sp->default_batch_size = sqlite3_column_int64(st, 3);
+    sp->eta_knob = sqlite3_column_double(st, 4);
+    sp->has_beta_knob = sqlite3_column_type(st, 5) != SQLITE_NULL;
+    sp->beta_knob = sqlite3_column_double(st, 5);
+    sp->target_metric = sqlite3_column_double(st, 6);
+    sp->higher_is_better_metric = sqlite3_column_int(st, 7) != 0;
+    sp->max_epochs = sqlite3_column_int64(st, 8);
+    sp->num_pruning_rounds = sqlite3_column_int64(st, 9);
+    sp->window_size = sqlite3_column_int64(st, 10);
+    sp->mab_prior_mean = sqlite3_column_double(st, 11);
+    sp->mab_prior_precision = sqlite3_column_double(st, 12);
+    sp->mab_num_explorations = sqlite3_column_int64(st, 13);
+    sp->has_mab_seed = sqlite3_column_type(st, 14) != SQLITE_NULL;
+    sp->mab_seed = sqlite3_column_int64(st, 14);
+    sp->max_power = sqlite3_column_double(st, 15);
+    sp->number_of_gpus = sqlite3_column_int64(st, 16);
+    snprintf(sp->gpu_model, sizeof sp->gpu_model, "%s", col_text(st, 17));
+    job->stage = strcmp(col_text(st, 18), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+    job->has_min_cost = sqlite3_column_type(st, 19) != SQLITE_NULL;
+    job->min_cost = sqlite3_column_double(st, 19);
+    job->min_cost_batch_size = sqlite3_column_int64(st, 20);
+    if (bso_rng_from_json(&job->rng, col_text(st, 21)) < 0)
+        bad = BSO_EPARSE;
+    job->last_trial_number = sqlite3_column_int64(st, 22);
+    sqlite3_reset(st);
+    if (bad < 0)
+        return bso_session_fail(s, BSO_EPARSE, "job %s: corrupt row", job_id);
+
+    rc = 0;
+    if ((load & BSO_LOAD_TRIALS) && job->stage == BSO_STAGE_PRUNING)
+        rc = load_trials(s, job_id, job);
+    if (rc == 0 && (load & BSO_LOAD_ARMS) && job->stage == BSO_STAGE_MAB)
+        rc = load_arms(s, job_id, job);
+    if (rc < 0)
+        bso_job_clear(job);
+    return rc;
+}
+
+static int be_insert_job(struct bso_session *s, const struct bso_job *job)
+{
+    sqlite3_stmt *st = stmt(s, ST_INSERT_JOB);
+    if (!st)
+        return BSO_EIO;
+    const struct bso_job_spec *sp = &job->spec;
+    char sizes[BSO_MAX_BATCH_SIZES * 21 + 3], rng[BSO_RNG_JSON_MAX];
+    if (format_sizes(sp, sizes, sizeof sizes) < 0 ||
+        bso_rng_to_json(&job->rng, rng, sizeof rng) < 0)
+        return bso_session_fail(s, BSO_ERANGE, "job row too large");
+    bind_text(st, 1, sp->job_id);
+    bind_text(st, 2, sp->job_id_prefix);
+    bind_text(st, 3, sizes);
+    sqlite3_bind_int64(st, 4, sp->default_batch_size);
+    sqlite3_bind_double(st, 5, sp->eta_knob);
+    if (sp->has_beta_knob)
+        sqlite3_bind_double(st, 6, sp->beta_knob);
+    sqlite3_bind_double(st, 7, sp->target_metric);
+    sqlite3_bind_int(st, 8, sp->higher_is_better_metric);
+    sqlite3_bind_int64(st, 9, sp->max_epochs);
+    sqlite3_bind_int64(st, 10, sp->num_pruning_rounds);
+    sqlite3_bind_int64(st, 11, sp->window_size);
+    sqlite3_bind_double(st, 12, sp->mab_prior_mean);
+    sqlite3_bind_double(st, 13, sp->mab_prior_precision);
+    sqlite3_bind_int64(st, 14, sp->mab_num_explorations);
+    if (sp->has_mab_seed)
+        sqlite3_bind_int64(st, 15, sp->mab_seed);
+    sqlite3_bind_double(st, 16, sp->max_power);
+    sqlite3_bind_int64(st, 17, sp->number_of_gpus);
+    bind_text(st, 18, sp->gpu_model);
+    bind_text(st, 19, bso_stage_name(job->stage));
+    if (job->has_min_cost)
+        sqlite3_bind_double(st, 20, job->min_cost);
+    sqlite3_bind_int64(st, 21, job->min_cost_batch_size);
+    bind_text(st, 22, rng);
+    sqlite3_bind_int64(st, 23, job->last_trial_number);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_CONSTRAINT)
+        return bso_session_fail(s, BSO_ECONFLICT, "job %s exists", sp->job_id);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "insert job");
+}
+
+static int update_job(struct bso_session *s, const struct bso_job *job)
+{
+    sqlite3_stmt *st = stmt(s, ST_UPDATE_JOB);
+    if (!st)
+        return BSO_EIO;
+    char rng[BSO_RNG_JSON_MAX];
+    bso_rng_to_json(&job->rng, rng, sizeof rng);
+    bind_text(st, 1, job->spec.job_id);
+    bind_text(st, 2, bso_stage_name(job->stage));
+    if (job->has_min_cost)
+        sqlite3_bind_double(st, 3, job->min_cost);
+    sqlite3_bind_int64(st, 4, job->min_cost_batch_size);
+    bind_text(st, 5, rng);
+    sqlite3_bind_int64(st, 6, job->last_trial_number);
+    return step_done(s, st, "update job");
+}
+
+static int write_trial(struct bso_session *s, const char *job_id, const struct bso_trial *t,
+                       bool is_new)
+{
+    sqlite3_stmt *st = stmt(s, is_new ? ST_INSERT_TRIAL : ST_UPDATE_TRIAL);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, t->number);
+    if (is_new) {
+        sqlite3_bind_int64(st, 3, t->batch_size);
+        bind_text(st, 4, bso_trial_type_name(t->type));
+        bind_text(st, 5, bso_trial_status_name(t->status));
+    } else {
+        bind_text(st, 3, bso_trial_status_name(t->status));
+        if (t->status == BSO_TRIAL_SUCCEEDED) {
+            sqlite3_bind_double(st, 4, t->time);
+            sqlite3_bind_double(st, 5, t->energy);
+            sqlite3_bind_int(st, 6, t->converged);
+        }
+    }
+    return step_done(s, st, is_new ? "insert trial" : "update trial");
+}
+
+static int write_arm(struct bso_session *s, const char *job_id, const struct bso_arm *a,
+                     bool is_new)
+{
+    sqlite3_stmt *st = stmt(s, is_new ? ST_INSERT_ARM : ST_UPDATE_ARM);
+    if (!st)
+        return BSO_EIO;
+    char *recent = format_recent(a);
+    if (!recent)
+        return bso_session_fail(s, BSO_ENOMEM, "out of memory");
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, a->batch_size);
+    sqlite3_bind_double(st, 3, a->param_mean);
+    sqlite3_bind_double(st, 4, a->param_precision);
+    sqlite3_bind_double(st, 5, a->reward_precision);
+    sqlite3_bind_int64(st, 6, a->num_observations);
+    sqlite3_bind_int64(st, 7, a->n_results);
+    bind_text(st, 8, recent);
+    free(recent);
+    return step_done(s, st, is_new ? "insert arm" : "update arm");
+}
+
+static int be_save(struct bso_session *s, const struct bso_job *job, unsigned changed,
+                   const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
+{
+    const char *id = job->spec.job_id;
+    int rc = 0;
+    if (changed & BSO_CHANGED_TRIAL)
+        rc = write_trial(s, id, trial, trial_is_new);
+    if (rc == 0 && changed)
+        rc = update_job(s, job);
+    for (size_t i = 0; rc == 0 && (changed & BSO_CHANGED_ARMS) && i < job->n_arms; i++)
+        rc = write_arm(s, id, &job->arms[i], true);
+    if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
+        rc = write_arm(s, id, &job->arms[arm_index], false);
+    return rc;
+}
+
+static int be_load_trial(struct bso_session *s, const char *job_id, int64_t number,
+                         struct bso_trial *trial)
+{
+    sqlite3_stmt *st = stmt(s, ST_LOAD_TRIAL);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, number);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        read_trial(st, trial);
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return bso_session_fail(s, BSO_ENOTFOUND, "no trial %" PRId64 " in job %s", number, job_id);
+    return rc == SQLITE_ROW ? 0 : db_fail(s, "load trial");
+}
+
+static int be_delete_job(struct bso_session *s, const char *job_id)
+{
+    sqlite3_stmt *st = stmt(s, ST_DELETE_JOB);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    int rc = step_done(s, st, "delete job");
+    if (rc == 0 && sqlite3_changes(ss(s)->db) == 0)
+        return bso_session_fail(s, BSO_ENOTFOUND, "no job %s", job_id);
+    return rc;
+}
+
+static int be_job_exists(struct bso_session *s, const char *job_id)
+{
+    sqlite3_stmt *st = stmt(s, ST_JOB_EXISTS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW)
+        return 1;
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "job exists");
+}
+
+static int be_list_jobs(struct bso_session *s, const char *after, int64_t limit,
+                        int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx)
+{
+    sqlite3_stmt *st = stmt(s, ST_LIST_JOBS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, after ? after : "");
+    sqlite3_bind_int64(st, 2, limit);
+    int rc, cb = 0;
+    while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct bso_job_summary r;
+        memset(&r, 0, sizeof r);
+        snprintf(r.job_id, sizeof r.job_id, "%s", col_text(st, 0));
+        snprintf(r.gpu_model, sizeof r.gpu_model, "%s", col_text(st, 1));
+        r.stage = strcmp(col_text(st, 2), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+        r.n_trials = sqlite3_column_int64(st, 3);
+        r.has_min_cost = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        r.min_cost = sqlite3_column_double(st, 4);
+        r.min_cost_batch_size = sqlite3_column_int64(st, 5);
+        snprintf(r.created_at, sizeof r.created_at, "%s", col_text(st, 6));
+        cb = fn(ctx, &r);
+    }
+    sqlite3_reset(st);
+    if (cb != 0)
+        return cb;
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "list jobs");
+}
+
+static int be_list_trials(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
+                          int (*fn)(void *ctx, const struct bso_trial_row *row), void *ctx)
+{
+    sqlite3_stmt *st = stmt(s, ST_LIST_TRIALS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, after);
+    sqlite3_bind_int64(st, 3, limit);
+    int rc, cb = 0;
+    while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct bso_trial_row r;
+        memset(&r, 0, sizeof r);
+        read_trial(st, &r.trial);
+        snprintf(r.start_timestamp, sizeof r.start_timestamp, "%s", col_text(st, 7));
+        snprintf(r.end_timestamp, sizeof r.end_timestamp, "%s", col_text(st, 8));
+        cb = fn(ctx, &r);
+    }
+    sqlite3_reset(st);
+    if (cb != 0)
+        return cb;
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "list trials");
+}
+
+static int be_count_trials(struct bso_session *s, const char *job_id, int64_t counts[3])
+{
+    sqlite3_stmt *st = stmt(s, ST_COUNT_TRIALS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    counts[0] = counts[1] = counts[2] = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        counts[parse_status(col_text(st, 0))] = sqlite3_column_int64(st, 1);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "count trials");
+}
+
+static int be_ping(struct bso_session *s)
+{
+    if (sqlite3_exec(ss(s)->db, "SELECT 1 FROM job LIMIT 1", NULL, NULL, NULL) != SQLITE_OK)
+        return db_fail(s, "ping");
+    return 0;
+}
+
+const struct bso_store_ops bso_sqlite_ops = {
+    .name = "sqlite",
+    .open = be_open,
+    .close = be_close,
+    .schema_version = be_schema_version,
+    .session_limit = be_session_limit,
+    .migrations_sql = be_migrations_sql,
+    .session_new = be_session_new,
+    .session_free = be_session_free,
+    .begin_write = be_begin_write,
+    .begin_read = be_begin_read,
+    .commit = be_commit,
+    .rollback = be_rollback,
+    .load_job = be_load_job,
+    .insert_job = be_insert_job,
+    .save = be_save,
+    .load_trial = be_load_trial,
+    .delete_job = be_delete_job,
+    .job_exists = be_job_exists,
+    .list_jobs = be_list_jobs,
+    .list_trials = be_list_trials,
+    .count_trials = be_count_trials,
+    .ping = be_ping,
+};

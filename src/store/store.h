@@ -1,0 +1,115 @@
+/*
+ * Storage for jobs, trials and arms behind one interface, so the server does not care which
+ * database holds them. A bso_store is opened once from a URL and hands out sessions; a session is
+ * one database connection used by one thread at a time, and runs one transaction per request.
+ *
+ * Writers serialise per job: bso_session_begin(s, job_id) takes the job's write lock (for SQLite,
+ * the database write lock; for PostgreSQL, a row lock), so concurrent requests for one job never
+ * interleave, in one process or several.
+ */
+#ifndef BSO_STORE_H
+#define BSO_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/job.h"
+
+struct bso_store;
+struct bso_session;
+
+enum bso_durability {
+    BSO_DURABILITY_NORMAL, /* WAL, fsync at checkpoints: survives a process crash */
+    BSO_DURABILITY_FULL,   /* fsync per commit: survives power loss */
+};
+
+struct bso_store_options {
+    enum bso_durability durability;
+    int busy_timeout_ms; /* how long a writer waits for the lock; 0 picks a default */
+};
+
+/* Parses a database URL (SQLAlchemy style: sqlite:///relative.db, sqlite:////abs.db,
+ * sqlite:///:memory:, and Zeus's sqlite+aiosqlite:///x) and opens the store, creating and
+ * migrating the schema. On failure returns a negative code and a sentence in err. */
+int bso_store_open(const char *url, const struct bso_store_options *opt, struct bso_store **out,
+                   char *err, size_t errcap);
+/* Closes the store; every session must have been released. NULL is a no-op. */
+void bso_store_close(struct bso_store *store);
+/* The backend's name ("sqlite") and its schema version. */
+const char *bso_store_backend(const struct bso_store *store);
+int bso_store_schema_version(const struct bso_store *store);
+
+/* The migration SQL the backend would run to bring an empty database to the latest schema, for
+ * `bso-server migrate --sql`. Static text. */
+const char *bso_store_migrations_sql(const char *url);
+
+/* A session from the store's pool (created on demand). Release it when the request is done. */
+int bso_store_session(struct bso_store *store, struct bso_session **out);
+void bso_session_release(struct bso_session *s);
+/* The last failure's message on this session. */
+const char *bso_session_errmsg(const struct bso_session *s);
+
+/* Transactions. begin_write locks the job for writing (job_id may be NULL to lock for a new
+ * job); begin_read gives a consistent snapshot. */
+int bso_session_begin_write(struct bso_session *s, const char *job_id);
+int bso_session_begin_read(struct bso_session *s);
+int bso_session_commit(struct bso_session *s);
+void bso_session_rollback(struct bso_session *s);
+
+/* What bso_session_load_job brings into memory besides the job row. */
+enum bso_load {
+    BSO_LOAD_TRIALS = 1, /* the pruning-stage trials (only while the job is pruning) */
+    BSO_LOAD_ARMS = 2,   /* the arms (only in the MAB stage) */
+};
+
+/* Loads job_id into *job (uninitialised; release with bso_job_clear on success).
+ * BSO_ENOTFOUND when there is no such job. */
+int bso_session_load_job(struct bso_session *s, const char *job_id, unsigned load,
+                         struct bso_job *job);
+/* Inserts a new job. BSO_ECONFLICT if the id exists. */
+int bso_session_insert_job(struct bso_session *s, const struct bso_job *job);
+/* Writes what a policy operation changed (its BSO_CHANGED_* mask): the trial (inserted when new,
+ * else updated), the job's derived fields, all arms or the one at arm_index. */
+int bso_session_save(struct bso_session *s, const struct bso_job *job, unsigned changed,
+                     const struct bso_trial *trial, bool trial_is_new, size_t arm_index);
+/* One trial. BSO_ENOTFOUND when absent. */
+int bso_session_load_trial(struct bso_session *s, const char *job_id, int64_t number,
+                           struct bso_trial *trial);
+/* Deletes a job and everything under it. BSO_ENOTFOUND when absent. */
+int bso_session_delete_job(struct bso_session *s, const char *job_id);
+/* Whether a job exists. 1, 0, or a negative error. */
+int bso_session_job_exists(struct bso_session *s, const char *job_id);
+
+/* A row of the job list. */
+struct bso_job_summary {
+    char job_id[BSO_JOB_ID_MAX + 1];
+    char gpu_model[BSO_GPU_MODEL_MAX + 1];
+    enum bso_stage stage;
+    int64_t n_trials;
+    bool has_min_cost;
+    double min_cost;
+    int64_t min_cost_batch_size;
+    char created_at[32];
+};
+
+/* Calls fn for up to limit jobs with ids after `after` (NULL: from the start), in id order. */
+int bso_session_list_jobs(struct bso_session *s, const char *after, int64_t limit,
+                          int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx);
+
+/* A stored trial with its timestamps. */
+struct bso_trial_row {
+    struct bso_trial trial;
+    char start_timestamp[32];
+    char end_timestamp[32]; /* empty while Dispatched */
+};
+
+/* Calls fn for up to limit trials of job_id numbered above `after`, ascending. */
+int bso_session_list_trials(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
+                            int (*fn)(void *ctx, const struct bso_trial_row *row), void *ctx);
+/* Counts of a job's trials by status (indexed by enum bso_trial_status). */
+int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t counts[3]);
+/* Whether the database answers (for readiness probes). */
+int bso_session_ping(struct bso_session *s);
+
+#endif

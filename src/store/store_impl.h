@@ -1,0 +1,59 @@
+/*
+ * What a storage backend implements: one row of function pointers (struct bso_store_ops), and
+ * session objects that begin with struct bso_session. store.c dispatches and pools sessions.
+ */
+#ifndef BSO_STORE_IMPL_H
+#define BSO_STORE_IMPL_H
+
+#include <pthread.h>
+
+#include "store/store.h"
+
+struct bso_session {
+    const struct bso_store_ops *ops;
+    struct bso_store *store;
+    struct bso_session *next_free; /* the pool's free list */
+    char errmsg[512];
+};
+
+struct bso_store_ops {
+    const char *name;
+    /* Opens the backend for target (the URL after its scheme) and migrates it. */
+    int (*open)(const char *target, const struct bso_store_options *opt, void **backend, char *err,
+                size_t errcap);
+    void (*close)(void *backend);
+    int (*schema_version)(void *backend);
+    /* How many sessions may exist at once (an in-memory SQLite database has one connection). */
+    int (*session_limit)(void *backend);
+    const char *(*migrations_sql)(void);
+    /* A new session (connection); NULL on failure with err set. */
+    struct bso_session *(*session_new)(void *backend, char *err, size_t errcap);
+    void (*session_free)(struct bso_session *s);
+
+    int (*begin_write)(struct bso_session *s, const char *job_id);
+    int (*begin_read)(struct bso_session *s);
+    int (*commit)(struct bso_session *s);
+    void (*rollback)(struct bso_session *s);
+    int (*load_job)(struct bso_session *s, const char *job_id, unsigned load, struct bso_job *job);
+    int (*insert_job)(struct bso_session *s, const struct bso_job *job);
+    int (*save)(struct bso_session *s, const struct bso_job *job, unsigned changed,
+                const struct bso_trial *trial, bool trial_is_new, size_t arm_index);
+    int (*load_trial)(struct bso_session *s, const char *job_id, int64_t number,
+                      struct bso_trial *trial);
+    int (*delete_job)(struct bso_session *s, const char *job_id);
+    int (*job_exists)(struct bso_session *s, const char *job_id);
+    int (*list_jobs)(struct bso_session *s, const char *after, int64_t limit,
+                     int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx);
+    int (*list_trials)(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
+                       int (*fn)(void *ctx, const struct bso_trial_row *row), void *ctx);
+    int (*count_trials)(struct bso_session *s, const char *job_id, int64_t counts[3]);
+    int (*ping)(struct bso_session *s);
+};
+
+extern const struct bso_store_ops bso_sqlite_ops;
+
+/* Sets s->errmsg from a format; returns code. */
+int bso_session_fail(struct bso_session *s, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

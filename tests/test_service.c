@@ -1,0 +1,261 @@
+/* The service over the SQLite store: Zeus's messages, persistence, migrations, and the golden
+ * scenario with the store closed and reopened (a server restart) along the way. */
+#include "helpers.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bso/error.h"
+#include "server/log.h"
+#include "server/service.h"
+#include "sim/scenario_g.h"
+#include "store/store.h"
+
+static char dir[64];
+static char url[128];
+
+static int make_dir(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/bso-test-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(url, sizeof url, "sqlite:///%s/bso.db", dir);
+    bso_log_setup(BSO_LOG_ERROR, BSO_LOG_TEXT, 2);
+    return 0;
+}
+
+static int remove_dir(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct bso_store *open_store(const char *u)
+{
+    struct bso_store *st = NULL;
+    char err[512];
+    int rc = bso_store_open(u, NULL, &st, err, sizeof err);
+    if (rc != 0)
+        fail_msg("open %s: %s", u, err);
+    return st;
+}
+
+static struct bso_session *session(struct bso_store *st)
+{
+    struct bso_session *s;
+    assert_int_equal(bso_store_session(st, &s), 0);
+    return s;
+}
+
+static void test_golden_across_restarts(void **state)
+{
+    (void)state;
+    static const int64_t want[51] = {64, 32, 16, 8,  128, 256, 16, 32, 64, 128, 256, 64, 16,
+                                     64, 64, 64, 64, 64,  64,  64, 64, 64, 64,  64,  64, 64,
+                                     16, 64, 64, 64, 64,  64,  64, 64, 64, 64,  64,  64, 64,
+                                     64, 64, 16, 64, 64,  64,  64, 64, 64, 64,  64,  64};
+    struct bso_store *st = open_store(url);
+    struct bso_session *s = session(st);
+    struct bso_job_spec spec;
+    struct bso_spec_errors errs = {0};
+    bso_scenario_g_spec(&spec, 0, 42);
+    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
+    bool created;
+    char msg[BSO_SVC_MSG_MAX];
+    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    assert_true(created);
+    assert_int_equal(strncmp(spec.job_id, "g-", 2), 0);
+    assert_int_equal(strlen(spec.job_id), 10);
+    char id[BSO_JOB_ID_MAX + 1];
+    snprintf(id, sizeof id, "%s", spec.job_id);
+
+    for (int64_t k = 1; k <= 51; k++) {
+        if (k % 7 == 0) { /* restart: every connection closed, state only in the file */
+            bso_session_release(s);
+            bso_store_close(st);
+            st = open_store(url);
+            s = session(st);
+        }
+        struct bso_trial t;
+        bool switched;
+        int64_t arms[BSO_MAX_BATCH_SIZES];
+        size_t n_arms = 0;
+        if (bso_svc_predict(s, id, &t, &switched, arms, &n_arms, msg) != 0)
+            fail_msg("predict %lld: %s", (long long)k, msg);
+        assert_int_equal(t.number, k);
+        assert_int_equal(t.batch_size, want[k - 1]);
+        assert_int_equal(switched, k == 12);
+        if (switched)
+            assert_int_equal(n_arms, 5);
+        struct bso_report r = bso_scenario_g_report(k, t.batch_size);
+        struct bso_trial_key key = {id, t.batch_size, t.number};
+        struct bso_decision d;
+        if (bso_svc_report(s, &key, &r, &d, msg) != 0)
+            fail_msg("report %lld: %s", (long long)k, msg);
+        assert_true(d.stop_train);
+    }
+    /* The stored arms are Zeus's to the last bit. */
+    struct bso_job job;
+    assert_int_equal(bso_session_begin_read(s), 0);
+    assert_int_equal(bso_session_load_job(s, id, BSO_LOAD_ARMS, &job), 0);
+    assert_int_equal(bso_session_commit(s), 0);
+    assert_int_equal(job.n_arms, 5);
+    const double mean64 = -5069.230769230769, prec64 = 0.00018969635918837243;
+    assert_memory_equal(&job.arms[2].param_mean, &mean64, sizeof(double));
+    assert_memory_equal(&job.arms[2].param_precision, &prec64, sizeof(double));
+    assert_int_equal(job.arms[2].num_observations, 39);
+    bso_job_clear(&job);
+    int64_t counts[3];
+    assert_int_equal(bso_session_count_trials(s, id, counts), 0);
+    assert_int_equal(counts[BSO_TRIAL_SUCCEEDED], 51);
+    bso_session_release(s);
+    assert_int_equal(bso_store_schema_version(st), 1);
+    bso_store_close(st);
+}
+
+static void test_register_and_messages(void **state)
+{
+    (void)state;
+    struct bso_store *st = open_store("sqlite:///:memory:");
+    struct bso_session *s = session(st);
+    char msg[BSO_SVC_MSG_MAX];
+    struct bso_job_spec spec, other;
+    struct bso_spec_errors errs = {0};
+    fake_job_spec(&spec);
+    spec.has_job_id = true;
+    snprintf(spec.job_id, sizeof spec.job_id, "test-a");
+    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
+    bool created;
+    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    assert_true(created);
+    other = spec;
+    assert_int_equal(bso_svc_register(s, &other, &created, msg), 0);
+    assert_false(created);
+    other.default_batch_size = 512;
+    assert_int_equal(bso_svc_register(s, &other, &created, msg), BSO_ECONFLICT);
+    assert_string_equal(msg, "JobSpec doesn't match with existing jobSpec. Use a new job_id for "
+                             "different configuration");
+
+    struct bso_trial t;
+    bool sw;
+    assert_int_equal(bso_svc_predict(s, "nope", &t, &sw, NULL, NULL, msg), BSO_ENOTFOUND);
+    assert_string_equal(msg, "Unknown job(nope). Please register the job first");
+    assert_int_equal(bso_svc_predict(s, "test-a", &t, &sw, NULL, NULL, msg), 0);
+
+    struct bso_report r = {.time = 1, .energy = 1, .metric = 0.1, .current_epoch = 1};
+    struct bso_decision d;
+    struct bso_trial_key key = {"test-a", 32, 1};
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), BSO_ENOTFOUND);
+    assert_string_equal(msg, "Unknown trial job_id='test-a' batch_size=32 trial_number=1 time=1.0 "
+                             "energy=1.0 metric=0.1 current_epoch=1");
+    key.job_id = "nope";
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), BSO_ENOTFOUND);
+    assert_string_equal(msg, "Unknown job nope");
+    key = (struct bso_trial_key){"test-a", 1024, 7};
+    assert_int_equal(bso_svc_end_trial(s, &key, msg), BSO_ENOTFOUND);
+    assert_string_equal(msg,
+                        "Could not find the trial: job_id='test-a' batch_size=1024 trial_number=7");
+    /* end the real trial, then a report on it is refused */
+    key.trial_number = 1;
+    assert_int_equal(bso_svc_end_trial(s, &key, msg), 0);
+    assert_int_equal(bso_svc_end_trial(s, &key, msg), 0);
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), BSO_ESTATE);
+    assert_string_equal(msg, "Trial(1) is already reported but converged is not set.");
+
+    assert_int_equal(bso_svc_delete(s, "nope", msg), BSO_ENOTFOUND);
+    assert_string_equal(msg, "No job was deleted.");
+    assert_int_equal(bso_svc_delete(s, "test-a", msg), 0);
+    /* Cascade: the trial went with the job. */
+    int64_t counts[3];
+    assert_int_equal(bso_session_count_trials(s, "test-a", counts), 0);
+    assert_int_equal(counts[0] + counts[1] + counts[2], 0);
+    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    assert_true(created);
+    bso_session_release(s);
+    bso_store_close(st);
+}
+
+static int count_rows(void *ctx, const struct bso_job_summary *row)
+{
+    (void)row;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static void test_failed_request_changes_nothing(void **state)
+{
+    (void)state;
+    struct bso_store *st = open_store("sqlite:///:memory:");
+    struct bso_session *s = session(st);
+    char msg[BSO_SVC_MSG_MAX];
+    struct bso_job_spec spec;
+    struct bso_spec_errors errs = {0};
+    fake_job_spec(&spec);
+    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
+    bool created;
+    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    struct bso_trial t;
+    bool sw;
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, msg), 0);
+    struct bso_report bad = {.time = -1, .energy = 0, .metric = 0.9, .current_epoch = 1};
+    struct bso_decision d;
+    struct bso_trial_key key = {spec.job_id, t.batch_size, t.number};
+    assert_int_equal(bso_svc_report(s, &key, &bad, &d, msg), BSO_EINVAL);
+    assert_int_equal(bso_session_begin_read(s), 0);
+    struct bso_trial stored;
+    assert_int_equal(bso_session_load_trial(s, spec.job_id, 1, &stored), 0);
+    assert_int_equal(stored.status, BSO_TRIAL_DISPATCHED);
+    int n = 0;
+    assert_int_equal(bso_session_list_jobs(s, NULL, 10, count_rows, &n), 0);
+    assert_int_equal(n, 1);
+    bso_session_rollback(s);
+    bso_session_release(s);
+    bso_store_close(st);
+}
+
+static void test_open_errors_and_migrations(void **state)
+{
+    (void)state;
+    struct bso_store *st;
+    char err[512];
+    assert_int_equal(bso_store_open("mysql://x", NULL, &st, err, sizeof err), BSO_EINVAL);
+    assert_non_null(strstr(err, "unsupported database URL"));
+    assert_int_equal(
+        bso_store_open("sqlite:////nonexistent-dir/x/y.db", NULL, &st, err, sizeof err), BSO_EIO);
+    const char *sql = bso_store_migrations_sql("sqlite:///x.db");
+    assert_non_null(strstr(sql, "CREATE TABLE job"));
+    assert_non_null(strstr(sql, "PRAGMA user_version = 1"));
+    assert_null(bso_store_migrations_sql("nope://"));
+    /* Zeus's async URL works. */
+    char zeus[160];
+    snprintf(zeus, sizeof zeus, "sqlite+aiosqlite:///%s/zeus.db", dir);
+    st = open_store(zeus);
+    assert_string_equal(bso_store_backend(st), "sqlite");
+    bso_store_close(st);
+    /* A database from a newer bso-server is refused, not damaged. */
+    sqlite3 *db;
+    char path[160];
+    snprintf(path, sizeof path, "%s/zeus.db", dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(bso_store_open(zeus, NULL, &st, err, sizeof err), BSO_ESTATE);
+    assert_non_null(strstr(err, "newer"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_across_restarts),
+        cmocka_unit_test(test_register_and_messages),
+        cmocka_unit_test(test_failed_request_changes_nothing),
+        cmocka_unit_test(test_open_errors_and_migrations),
+    };
+    return cmocka_run_group_tests(tests, make_dir, remove_dir);
+}
