@@ -1,0 +1,545 @@
+/* Request decoding and response encoding; see codec.h. */
+#include "server/codec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bso/error.h"
+#include "core/pyfmt.h"
+
+void bso_details_add(struct bso_details *ds, const char *where, const char *field, int64_t index,
+                     const char *type, const char *msg)
+{
+    if (ds->n >= BSO_MAX_DETAILS)
+        return;
+    struct bso_detail *d = &ds->d[ds->n++];
+    memset(d, 0, sizeof(*d));
+    d->where = where;
+    snprintf(d->field, sizeof d->field, "%s", field ? field : "");
+    d->index = index;
+    d->type = type;
+    snprintf(d->msg, sizeof d->msg, "%s", msg);
+}
+
+void bso_encode_details(struct jbuf *b, const struct bso_details *ds)
+{
+    jb_obj(b);
+    jb_key(b, "detail");
+    jb_arr(b);
+    for (size_t i = 0; i < ds->n; i++) {
+        const struct bso_detail *d = &ds->d[i];
+        jb_obj(b);
+        jb_key(b, "loc");
+        jb_arr(b);
+        jb_str(b, d->where);
+        if (d->field[0])
+            jb_str(b, d->field);
+        if (d->index >= 0)
+            jb_int(b, d->index);
+        jb_end(b);
+        jb_key(b, "msg");
+        jb_str(b, d->msg);
+        jb_key(b, "type");
+        jb_str(b, d->type);
+        if (d->has_limit) {
+            jb_key(b, "ctx");
+            jb_obj(b);
+            jb_key(b, "limit_value");
+            jb_int(b, d->limit);
+            jb_end(b);
+        }
+        jb_end(b);
+    }
+    jb_end(b);
+    jb_end(b);
+}
+
+/* ---- pydantic v1 coercions ------------------------------------------------------------- */
+
+/* Python's int(str) for plain decimal text with optional sign and surrounding spaces. */
+static bool parse_int_text(const char *s, int64_t *out)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno == ERANGE)
+        return false;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_float_text(const char *s, double *out)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s)
+        return false;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Each coercion returns true and writes *out, or adds its error and returns false. */
+struct field_ctx {
+    struct bso_details *ds;
+    const char *field;
+};
+
+static bool none_error(struct field_ctx *c)
+{
+    bso_details_add(c->ds, "body", c->field, -1, "type_error.none.not_allowed",
+                    "none is not an allowed value");
+    return false;
+}
+
+static bool to_int(struct field_ctx *c, json_t *v, int64_t *out)
+{
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        *out = json_integer_value(v);
+        return true;
+    case JSON_REAL: {
+        double d = json_real_value(v);
+        if (isfinite(d) && d > -9.2e18 && d < 9.2e18) {
+            *out = (int64_t)d; /* int(1.7) == 1, as pydantic v1 does */
+            return true;
+        }
+        break;
+    }
+    case JSON_TRUE:
+    case JSON_FALSE:
+        *out = json_is_true(v);
+        return true;
+    case JSON_STRING:
+        if (parse_int_text(json_string_value(v), out))
+            return true;
+        break;
+    case JSON_NULL:
+        return none_error(c);
+    default:
+        break;
+    }
+    bso_details_add(c->ds, "body", c->field, -1, "type_error.integer",
+                    "value is not a valid integer");
+    return false;
+}
+
+static bool to_float(struct field_ctx *c, json_t *v, double *out)
+{
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        *out = (double)json_integer_value(v);
+        return true;
+    case JSON_REAL:
+        *out = json_real_value(v);
+        return true;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        *out = json_is_true(v) ? 1.0 : 0.0;
+        return true;
+    case JSON_STRING:
+        if (parse_float_text(json_string_value(v), out))
+            return true;
+        break;
+    case JSON_NULL:
+        return none_error(c);
+    default:
+        break;
+    }
+    bso_details_add(c->ds, "body", c->field, -1, "type_error.float", "value is not a valid float");
+    return false;
+}
+
+static bool to_bool(struct field_ctx *c, json_t *v, bool *out)
+{
+    static const char *const yes[] = {"1", "on", "t", "true", "y", "yes"};
+    static const char *const no[] = {"0", "off", "f", "false", "n", "no"};
+    switch (json_typeof(v)) {
+    case JSON_TRUE:
+    case JSON_FALSE:
+        *out = json_is_true(v);
+        return true;
+    case JSON_INTEGER:
+    case JSON_REAL: {
+        double d = json_number_value(v);
+        if (d == 0 || d == 1) {
+            *out = d == 1;
+            return true;
+        }
+        break;
+    }
+    case JSON_STRING:
+        for (size_t i = 0; i < 6; i++) {
+            if (strcasecmp(json_string_value(v), yes[i]) == 0 ||
+                strcasecmp(json_string_value(v), no[i]) == 0) {
+                *out = strcasecmp(json_string_value(v), yes[i]) == 0;
+                return true;
+            }
+        }
+        break;
+    case JSON_NULL:
+        return none_error(c);
+    default:
+        break;
+    }
+    bso_details_add(c->ds, "body", c->field, -1, "type_error.bool",
+                    "value could not be parsed to a boolean");
+    return false;
+}
+
+/* A string, without copying (numbers are turned into their text in num, as pydantic v1 does).
+ * *out stays valid while v and num live. */
+static bool to_str(struct field_ctx *c, json_t *v, char num[32], const char **out, size_t *len)
+{
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        *out = json_string_value(v);
+        *len = json_string_length(v);
+        return true;
+    case JSON_INTEGER:
+        *len = (size_t)snprintf(num, 32, "%" PRId64, (int64_t)json_integer_value(v));
+        *out = num;
+        return true;
+    case JSON_REAL:
+        *len = (size_t)bso_pyfloat_repr(json_real_value(v), num, 32);
+        *out = num;
+        return true;
+    case JSON_NULL:
+        return none_error(c);
+    default:
+        bso_details_add(c->ds, "body", c->field, -1, "type_error.str", "str type expected");
+        return false;
+    }
+}
+
+/* Looks a field up; a missing required field is an error, a missing optional one is not. */
+static json_t *field(struct field_ctx *c, json_t *obj, const char *name, bool required)
+{
+    c->field = name;
+    json_t *v = json_object_get(obj, name);
+    if (!v && required)
+        bso_details_add(c->ds, "body", name, -1, "value_error.missing", "field required");
+    return v;
+}
+
+/* Parses the body as a JSON object, or explains why not. */
+static json_t *parse_object(const char *body, size_t len, struct bso_details *ds)
+{
+    if (len == 0) {
+        bso_details_add(ds, "body", NULL, -1, "value_error.missing", "field required");
+        return NULL;
+    }
+    json_error_t err;
+    json_t *root = json_loadb(body, len, 0, &err);
+    if (!root) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%s: line %d column %d (char %d)", err.text, err.line, err.column,
+                 err.position);
+        bso_details_add(ds, "body", NULL, err.position, "value_error.jsondecode", msg);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        bso_details_add(ds, "body", NULL, -1, "type_error.dict", "value is not a valid dict");
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+/* Field order of JobSpecFromClient, for ordering errors as pydantic does. */
+static const char *const spec_fields[] = {
+    "max_power",
+    "number_of_gpus",
+    "gpu_model",
+    "job_id",
+    "job_id_prefix",
+    "batch_sizes",
+    "default_batch_size",
+    "eta_knob",
+    "beta_knob",
+    "target_metric",
+    "higher_is_better_metric",
+    "max_epochs",
+    "num_pruning_rounds",
+    "window_size",
+    "mab_prior_mean",
+    "mab_prior_precision",
+    "mab_num_explorations",
+    "mab_seed",
+};
+
+static int field_rank(const char *f)
+{
+    for (size_t i = 0; i < sizeof spec_fields / sizeof *spec_fields; i++)
+        if (strcmp(f, spec_fields[i]) == 0)
+            return (int)i;
+    return 100; /* __root__ and anything else last */
+}
+
+static void sort_details(struct bso_details *ds)
+{
+    for (size_t i = 1; i < ds->n; i++) { /* insertion sort: stable, and n is tiny */
+        struct bso_detail d = ds->d[i];
+        size_t j = i;
+        while (j > 0 && field_rank(ds->d[j - 1].field) > field_rank(d.field)) {
+            ds->d[j] = ds->d[j - 1];
+            j--;
+        }
+        ds->d[j] = d;
+    }
+}
+
+static void decode_text(struct field_ctx *c, json_t *root, const char *name, bool required,
+                        struct bso_job_spec *spec, enum bso_spec_text which,
+                        struct bso_spec_errors *errs)
+{
+    json_t *v = field(c, root, name, required);
+    if (!v || (!required && json_is_null(v)))
+        return;
+    char num[32];
+    const char *text;
+    size_t n;
+    if (to_str(c, v, num, &text, &n))
+        bso_job_spec_set_text(spec, which, text, n, errs);
+}
+
+int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, struct bso_details *ds)
+{
+    ds->n = 0;
+    bso_job_spec_defaults(spec);
+    json_t *root = parse_object(body, len, ds);
+    if (!root)
+        return BSO_EINVAL;
+    struct field_ctx c = {ds, NULL};
+    struct bso_spec_errors errs = {0};
+    json_t *v;
+
+    if ((v = field(&c, root, "max_power", true)))
+        to_float(&c, v, &spec->max_power);
+    if ((v = field(&c, root, "number_of_gpus", true)))
+        to_int(&c, v, &spec->number_of_gpus);
+    decode_text(&c, root, "gpu_model", true, spec, BSO_SPEC_GPU_MODEL, &errs);
+    decode_text(&c, root, "job_id", false, spec, BSO_SPEC_JOB_ID, &errs);
+    decode_text(&c, root, "job_id_prefix", true, spec, BSO_SPEC_JOB_ID_PREFIX, &errs);
+    if ((v = field(&c, root, "batch_sizes", true))) {
+        if (!json_is_array(v)) {
+            bso_details_add(ds, "body", "batch_sizes", -1, "type_error.list",
+                            "value is not a valid list");
+        } else {
+            size_t n = json_array_size(v);
+            int64_t sizes[BSO_MAX_BATCH_SIZES];
+            bool ok = true;
+            for (size_t i = 0; i < n && i < BSO_MAX_BATCH_SIZES; i++) {
+                size_t before = ds->n;
+                if (!to_int(&c, json_array_get(v, i), &sizes[i])) {
+                    ds->d[before].index = (int64_t)i; /* loc: body.batch_sizes.i */
+                    ok = false;
+                }
+            }
+            if (ok)
+                bso_job_spec_set_batch_sizes(spec, sizes, n, &errs);
+        }
+    }
+    if ((v = field(&c, root, "default_batch_size", true)))
+        to_int(&c, v, &spec->default_batch_size);
+    if ((v = field(&c, root, "eta_knob", false)))
+        to_float(&c, v, &spec->eta_knob);
+    if ((v = field(&c, root, "beta_knob", false))) {
+        spec->has_beta_knob = !json_is_null(v);
+        if (spec->has_beta_knob)
+            to_float(&c, v, &spec->beta_knob);
+    }
+    if ((v = field(&c, root, "target_metric", false)))
+        to_float(&c, v, &spec->target_metric);
+    if ((v = field(&c, root, "higher_is_better_metric", false)))
+        to_bool(&c, v, &spec->higher_is_better_metric);
+    static const struct {
+        const char *name;
+        size_t offset;
+    } ints[] = {
+        {"max_epochs", offsetof(struct bso_job_spec, max_epochs)},
+        {"num_pruning_rounds", offsetof(struct bso_job_spec, num_pruning_rounds)},
+        {"window_size", offsetof(struct bso_job_spec, window_size)},
+        {"mab_num_explorations", offsetof(struct bso_job_spec, mab_num_explorations)},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        if ((v = field(&c, root, ints[i].name, false)))
+            to_int(&c, v, (int64_t *)((char *)spec + ints[i].offset));
+    if ((v = field(&c, root, "mab_prior_mean", false)))
+        to_float(&c, v, &spec->mab_prior_mean);
+    if ((v = field(&c, root, "mab_prior_precision", false)))
+        to_float(&c, v, &spec->mab_prior_precision);
+    if ((v = field(&c, root, "mab_seed", false))) {
+        spec->has_mab_seed = !json_is_null(v);
+        if (spec->has_mab_seed)
+            to_int(&c, v, &spec->mab_seed);
+    }
+    json_decref(root);
+
+    /* Fields that failed to decode keep their error; validation adds none for them. */
+    for (size_t i = 0; i < ds->n; i++)
+        if (errs.n < BSO_SPEC_MAX_ERRORS)
+            errs.e[errs.n++] = (struct bso_spec_error){.field = ds->d[i].field, .type = ""};
+    const size_t decode_errors = errs.n;
+    bso_job_spec_validate(spec, &errs);
+    for (size_t i = decode_errors; i < errs.n; i++) {
+        const struct bso_spec_error *e = &errs.e[i];
+        bso_details_add(ds, "body", e->field, -1, e->type, e->msg);
+        ds->d[ds->n - 1].has_limit = e->has_limit;
+        ds->d[ds->n - 1].limit = e->limit;
+    }
+    sort_details(ds);
+    return ds->n == 0 ? 0 : BSO_EINVAL;
+}
+
+void bso_encode_spec(struct jbuf *b, const struct bso_job_spec *s)
+{
+    jb_obj(b);
+    jb_key(b, "max_power");
+    jb_float(b, s->max_power);
+    jb_key(b, "number_of_gpus");
+    jb_int(b, s->number_of_gpus);
+    jb_key(b, "gpu_model");
+    jb_str(b, s->gpu_model);
+    jb_key(b, "job_id");
+    if (s->has_job_id)
+        jb_str(b, s->job_id);
+    else
+        jb_null(b);
+    jb_key(b, "job_id_prefix");
+    jb_str(b, s->job_id_prefix);
+    jb_key(b, "batch_sizes");
+    jb_arr(b);
+    for (size_t i = 0; i < s->n_batch_sizes; i++)
+        jb_int(b, s->batch_sizes[i]);
+    jb_end(b);
+    jb_key(b, "default_batch_size");
+    jb_int(b, s->default_batch_size);
+    jb_key(b, "eta_knob");
+    jb_float(b, s->eta_knob);
+    jb_key(b, "beta_knob");
+    if (s->has_beta_knob)
+        jb_float(b, s->beta_knob);
+    else
+        jb_null(b);
+    jb_key(b, "target_metric");
+    jb_float(b, s->target_metric);
+    jb_key(b, "higher_is_better_metric");
+    jb_bool(b, s->higher_is_better_metric);
+    jb_key(b, "max_epochs");
+    jb_int(b, s->max_epochs);
+    jb_key(b, "num_pruning_rounds");
+    jb_int(b, s->num_pruning_rounds);
+    jb_key(b, "window_size");
+    jb_int(b, s->window_size);
+    jb_key(b, "mab_prior_mean");
+    jb_float(b, s->mab_prior_mean);
+    jb_key(b, "mab_prior_precision");
+    jb_float(b, s->mab_prior_precision);
+    jb_key(b, "mab_num_explorations");
+    jb_int(b, s->mab_num_explorations);
+    jb_key(b, "mab_seed");
+    if (s->has_mab_seed)
+        jb_int(b, s->mab_seed);
+    else
+        jb_null(b);
+    jb_end(b);
+}
+
+/* Adds a pydantic constraint error for an out-of-range report field. */
+static void constraint(struct bso_details *ds, const char *name, const char *type, int64_t limit,
+                       const char *msg)
+{
+    bso_details_add(ds, "body", name, -1, type, msg);
+    ds->d[ds->n - 1].has_limit = true;
+    ds->d[ds->n - 1].limit = limit;
+}
+
+static int decode_key(json_t *root, struct bso_report_req *req, struct bso_details *ds)
+{
+    struct field_ctx c = {ds, NULL};
+    json_t *v;
+    char num[32];
+    const char *text;
+    size_t n;
+    if ((v = field(&c, root, "job_id", true)) && to_str(&c, v, num, &text, &n)) {
+        if (n > BSO_JOB_ID_MAX) /* no such job can exist; say why rather than "unknown" */
+            constraint(ds, "job_id", "value_error.any_str.max_length", BSO_JOB_ID_MAX,
+                       "ensure this value has at most 255 characters");
+        else
+            memcpy(req->job_id, text, n + 1);
+    }
+    if ((v = field(&c, root, "batch_size", true)) && to_int(&c, v, &req->batch_size) &&
+        req->batch_size <= 0)
+        constraint(ds, "batch_size", "value_error.number.not_gt", 0,
+                   "ensure this value is greater than 0");
+    if ((v = field(&c, root, "trial_number", true)) && to_int(&c, v, &req->trial_number) &&
+        req->trial_number <= 0)
+        constraint(ds, "trial_number", "value_error.number.not_gt", 0,
+                   "ensure this value is greater than 0");
+    return 0;
+}
+
+int bso_decode_trial_id(const char *body, size_t len, struct bso_report_req *req,
+                        struct bso_details *ds)
+{
+    ds->n = 0;
+    memset(req, 0, sizeof(*req));
+    json_t *root = parse_object(body, len, ds);
+    if (!root)
+        return BSO_EINVAL;
+    decode_key(root, req, ds);
+    json_decref(root);
+    return ds->n == 0 ? 0 : BSO_EINVAL;
+}
+
+int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
+                      struct bso_details *ds)
+{
+    ds->n = 0;
+    memset(req, 0, sizeof(*req));
+    json_t *root = parse_object(body, len, ds);
+    if (!root)
+        return BSO_EINVAL;
+    decode_key(root, req, ds);
+    struct field_ctx c = {ds, NULL};
+    struct bso_report *r = &req->report;
+    json_t *v;
+    /* Cumulative time and energy are never negative; JSON has no NaN, but "nan" strings do. */
+    if ((v = field(&c, root, "time", true)) && to_float(&c, v, &r->time) &&
+        !(r->time >= 0 && isfinite(r->time)))
+        constraint(ds, "time", "value_error.number.not_ge", 0,
+                   "ensure this value is a finite number greater than or equal to 0");
+    if ((v = field(&c, root, "energy", true)) && to_float(&c, v, &r->energy) &&
+        !(r->energy >= 0 && isfinite(r->energy)))
+        constraint(ds, "energy", "value_error.number.not_ge", 0,
+                   "ensure this value is a finite number greater than or equal to 0");
+    if ((v = field(&c, root, "metric", true)) && to_float(&c, v, &r->metric) &&
+        !isfinite(r->metric))
+        bso_details_add(ds, "body", "metric", -1, "value_error.number.not_finite",
+                        "ensure this value is a finite number");
+    if ((v = field(&c, root, "current_epoch", true)) && to_int(&c, v, &r->current_epoch) &&
+        r->current_epoch < 0)
+        constraint(ds, "current_epoch", "value_error.number.not_ge", 0,
+                   "ensure this value is greater than or equal to 0");
+    json_decref(root);
+    return ds->n == 0 ? 0 : BSO_EINVAL;
+}

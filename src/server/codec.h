@@ -1,0 +1,61 @@
+/*
+ * Request bodies in, response bodies out, with the wire behaviour of Zeus's FastAPI/pydantic v1
+ * server: loose coercion ("64" -> 64, 1.7 -> 1, true -> 1.0), unknown fields ignored, and 422
+ * errors as {"detail": [{"loc": [...], "msg": ..., "type": ..., "ctx": {...}}]}.
+ */
+#ifndef BSO_SERVER_CODEC_H
+#define BSO_SERVER_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/report.h"
+#include "core/spec.h"
+#include "server/jbuf.h"
+
+/* One entry of a 422 detail list: loc is [where, field] or [where, field, index] or
+ * [where, index] (a JSON syntax error at that character), or just [where]. */
+struct bso_detail {
+    const char *where; /* "body" or "query" */
+    char field[48];    /* "" for none */
+    int64_t index;     /* -1 for none */
+    const char *type;
+    char msg[1024];
+    bool has_limit;
+    int64_t limit;
+};
+
+#define BSO_MAX_DETAILS 32
+
+struct bso_details {
+    size_t n;
+    struct bso_detail d[BSO_MAX_DETAILS];
+};
+
+/* Adds one detail entry. */
+void bso_details_add(struct bso_details *ds, const char *where, const char *field, int64_t index,
+                     const char *type, const char *msg);
+/* Writes {"detail":[...]}. */
+void bso_encode_details(struct jbuf *b, const struct bso_details *ds);
+
+/* POST /jobs: decodes, coerces and validates a JobSpecFromClient. 0, or BSO_EINVAL with *ds. */
+int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec,
+                    struct bso_details *ds);
+/* The registered spec as Zeus echoes it (every field, Zeus's order). */
+void bso_encode_spec(struct jbuf *b, const struct bso_job_spec *spec);
+
+/* POST /report and PATCH /trials bodies. */
+struct bso_report_req {
+    char job_id[BSO_JOB_ID_MAX + 1];
+    int64_t batch_size;
+    int64_t trial_number;
+    struct bso_report report; /* unused for PATCH /trials */
+};
+
+int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
+                      struct bso_details *ds);
+int bso_decode_trial_id(const char *body, size_t len, struct bso_report_req *req,
+                        struct bso_details *ds);
+
+#endif

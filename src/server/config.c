@@ -1,0 +1,262 @@
+/* bso-server settings; see config.h. Adding a setting is adding a row to `options`. */
+#include "server/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "bso/error.h"
+#include "server/dotenv.h"
+
+typedef int (*setter_fn)(struct bso_config *cfg, const char *value, char *why, size_t cap);
+
+struct option {
+    const char *flag;     /* --database */
+    const char *env;      /* BSO_DATABASE_URL */
+    const char *zeus_env; /* ZEUS_BSO_DATABASE_URL, or NULL */
+    const char *arg;      /* URL */
+    const char *help;
+    setter_fn set;
+};
+
+static int set_string(char *dst, size_t cap, const char *v, char *why, size_t wcap)
+{
+    if (strlen(v) >= cap) {
+        snprintf(why, wcap, "too long");
+        return BSO_EINVAL;
+    }
+    snprintf(dst, cap, "%s", v);
+    return 0;
+}
+
+static int set_int(int *dst, const char *v, long min, long max, char *why, size_t cap)
+{
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno || n < min || n > max) {
+        snprintf(why, cap, "expected an integer from %ld to %ld", min, max);
+        return BSO_EINVAL;
+    }
+    *dst = (int)n;
+    return 0;
+}
+
+static int set_database(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_string(c->database, sizeof c->database, v, why, cap);
+}
+
+static int set_host(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_string(c->host, sizeof c->host, v, why, cap);
+}
+
+static int set_port(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->port, v, 0, 65535, why, cap);
+}
+
+static int set_threads(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->threads, v, 1, 1024, why, cap);
+}
+
+static int set_max_connections(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->max_connections, v, 1, 1000000, why, cap);
+}
+
+static int set_timeout(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->timeout_s, v, 1, 86400, why, cap);
+}
+
+static int set_max_body(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    int kib;
+    int rc = set_int(&kib, v, 1, 1 << 20, why, cap);
+    if (rc == 0)
+        c->max_body = (size_t)kib * 1024;
+    return rc;
+}
+
+static int set_log_level(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    if (bso_log_parse_level(v, &c->log_level) == 0)
+        return 0;
+    snprintf(why, cap, "expected debug, info, warn or error");
+    return BSO_EINVAL;
+}
+
+static int set_log_format(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    if (strcasecmp(v, "text") == 0 || strcasecmp(v, "json") == 0) {
+        c->log_format = strcasecmp(v, "json") == 0 ? BSO_LOG_JSON : BSO_LOG_TEXT;
+        return 0;
+    }
+    snprintf(why, cap, "expected text or json");
+    return BSO_EINVAL;
+}
+
+static int set_durability(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    if (strcasecmp(v, "normal") == 0 || strcasecmp(v, "full") == 0) {
+        c->durability = strcasecmp(v, "full") == 0 ? BSO_DURABILITY_FULL : BSO_DURABILITY_NORMAL;
+        return 0;
+    }
+    snprintf(why, cap, "expected normal or full");
+    return BSO_EINVAL;
+}
+
+static const struct option options[] = {
+    {"--database", "BSO_DATABASE_URL", "ZEUS_BSO_DATABASE_URL", "URL",
+     "database URL: sqlite:///relative.db, sqlite:////absolute.db or sqlite:///:memory: "
+     "(default sqlite:///bso.db)",
+     set_database},
+    {"--host", "BSO_HOST", NULL, "ADDR", "address to listen on (default 127.0.0.1)", set_host},
+    {"--port", "BSO_PORT", NULL, "N", "port to listen on; 0 picks a free one (default 8000)",
+     set_port},
+    {"--log-level", "BSO_LOG_LEVEL", "ZEUS_BSO_LOG_LEVEL", "LEVEL",
+     "debug, info, warn or error (default info)", set_log_level},
+    {"--log-format", "BSO_LOG_FORMAT", NULL, "FMT", "text or json lines (default text)",
+     set_log_format},
+    {"--threads", "BSO_THREADS", NULL, "N", "worker threads (default: the number of CPUs)",
+     set_threads},
+    {"--durability", "BSO_DURABILITY", NULL, "MODE",
+     "normal (WAL, survives a crash) or full (fsync per commit, survives power loss); "
+     "default normal",
+     set_durability},
+    {"--max-body-kib", "BSO_MAX_BODY_KIB", NULL, "N", "largest request body in KiB (default 1024)",
+     set_max_body},
+    {"--max-connections", "BSO_MAX_CONNECTIONS", NULL, "N",
+     "simultaneous connections (default 1024)", set_max_connections},
+    {"--timeout", "BSO_TIMEOUT", NULL, "SECONDS", "idle connection timeout (default 60)",
+     set_timeout},
+};
+#define N_OPTIONS (sizeof options / sizeof *options)
+
+const char *bso_config_usage(void)
+{
+    static char text[4096];
+    if (text[0])
+        return text;
+    size_t o = (size_t)snprintf(
+        text, sizeof text,
+        "usage: bso-server [serve] [OPTIONS]\n"
+        "       bso-server migrate [--sql] [OPTIONS]\n"
+        "\n"
+        "The BSO server: learns the best batch size of recurring training jobs and speaks the\n"
+        "API of Zeus's batch size optimizer. `migrate` creates or upgrades the database schema\n"
+        "and exits (serve does this too on start); `migrate --sql` prints the SQL instead.\n"
+        "\n"
+        "Options (flag, then environment variable; flags win over the environment, which wins\n"
+        "over a .env file in the working directory):\n");
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s %s", options[i].flag, options[i].arg);
+        o += (size_t)snprintf(text + o, sizeof text - o, "  %-24s %s\n  %-24s   [%s%s%s]\n", left,
+                              options[i].help, "", options[i].env, options[i].zeus_env ? ", " : "",
+                              options[i].zeus_env ? options[i].zeus_env : "");
+    }
+    snprintf(text + o, sizeof text - o,
+             "  --help                   this text\n"
+             "  --version                the version\n");
+    return text;
+}
+
+static int apply(struct bso_config *cfg, const struct option *opt, const char *value,
+                 const char *source, char *err, size_t errcap)
+{
+    char why[128];
+    if (opt->set(cfg, value, why, sizeof why) == 0)
+        return 0;
+    snprintf(err, errcap, "%s: invalid value '%s' for %s: %s", source, value, opt->flag, why);
+    return BSO_EINVAL;
+}
+
+int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *dotenv_path,
+                    char *err, size_t errcap)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    snprintf(cfg->database, sizeof cfg->database, "sqlite:///bso.db");
+    snprintf(cfg->host, sizeof cfg->host, "127.0.0.1");
+    cfg->port = 8000;
+    cfg->log_level = BSO_LOG_INFO;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->threads = cpus > 0 ? (int)cpus : 2;
+    cfg->max_body = 1024 * 1024;
+    cfg->max_connections = 1024;
+    cfg->timeout_s = 60;
+
+    struct bso_dotenv env;
+    const char *path = dotenv_path ? dotenv_path : ".env";
+    int rc = bso_dotenv_load(path, &env, err, errcap);
+    if (rc < 0)
+        return BSO_EINVAL;
+    /* Lowest first: Zeus's names from .env, ours from .env, Zeus's from the environment, ours. */
+    for (size_t i = 0; i < N_OPTIONS && rc == 0; i++) {
+        const struct option *o = &options[i];
+        const char *v;
+        if (o->zeus_env && (v = bso_dotenv_get(&env, o->zeus_env)))
+            rc = apply(cfg, o, v, path, err, errcap);
+        if (rc == 0 && (v = bso_dotenv_get(&env, o->env)))
+            rc = apply(cfg, o, v, path, err, errcap);
+        if (rc == 0 && o->zeus_env && (v = getenv(o->zeus_env)))
+            rc = apply(cfg, o, v, o->zeus_env, err, errcap);
+        if (rc == 0 && (v = getenv(o->env)))
+            rc = apply(cfg, o, v, o->env, err, errcap);
+    }
+    bso_dotenv_free(&env);
+    if (rc < 0)
+        return rc;
+
+    int i = 1;
+    if (i < argc && strcmp(argv[i], "serve") == 0) {
+        i++;
+    } else if (i < argc && strcmp(argv[i], "migrate") == 0) {
+        cfg->command = BSO_CMD_MIGRATE;
+        i++;
+    }
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            cfg->command = BSO_CMD_HELP;
+            return 0;
+        }
+        if (strcmp(a, "--version") == 0) {
+            cfg->command = BSO_CMD_VERSION;
+            return 0;
+        }
+        if (strcmp(a, "--sql") == 0 && cfg->command == BSO_CMD_MIGRATE) {
+            cfg->migrate_sql = true;
+            continue;
+        }
+        const struct option *o = NULL;
+        const char *value = NULL;
+        for (size_t k = 0; k < N_OPTIONS && !o; k++) {
+            size_t n = strlen(options[k].flag);
+            if (strncmp(a, options[k].flag, n) == 0 && (a[n] == '\0' || a[n] == '=')) {
+                o = &options[k];
+                value = a[n] == '=' ? a + n + 1 : NULL;
+            }
+        }
+        if (!o) {
+            snprintf(err, errcap, "unknown argument '%s' (see --help)", a);
+            return BSO_EINVAL;
+        }
+        if (!value) {
+            if (i + 1 >= argc) {
+                snprintf(err, errcap, "%s needs a value", a);
+                return BSO_EINVAL;
+            }
+            value = argv[++i];
+        }
+        if ((rc = apply(cfg, o, value, "command line", err, errcap)) < 0)
+            return rc;
+    }
+    return 0;
+}

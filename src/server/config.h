@@ -1,0 +1,40 @@
+/*
+ * bso-server's settings: built-in defaults, then a .env file in the working directory, then the
+ * environment, then command-line flags, each overriding the one before. Zeus's variables
+ * (ZEUS_BSO_DATABASE_URL, ZEUS_BSO_LOG_LEVEL) are read where the BSO_ ones are unset, so an
+ * existing deployment switches by changing the binary only.
+ */
+#ifndef BSO_SERVER_CONFIG_H
+#define BSO_SERVER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/log.h"
+#include "store/store.h"
+
+struct bso_config {
+    char database[4096];
+    char host[256];
+    int port;
+    enum bso_log_level log_level;
+    enum bso_log_format log_format;
+    int threads;
+    enum bso_durability durability;
+    size_t max_body; /* bytes */
+    int max_connections;
+    int timeout_s; /* idle connection timeout */
+    /* What to do: serve, or migrate. */
+    enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_HELP, BSO_CMD_VERSION } command;
+    bool migrate_sql; /* print the migration SQL instead of applying it */
+};
+
+/* Fills *cfg from defaults, dotenv_path (NULL: ".env"), environ and argv. On bad input returns
+ * BSO_EINVAL with a one-line reason in err. */
+int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *dotenv_path,
+                    char *err, size_t errcap);
+
+/* The --help text. */
+const char *bso_config_usage(void);
+
+#endif

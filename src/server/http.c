@@ -1,0 +1,228 @@
+/* libmicrohttpd glue; see http.h. */
+#include "server/http.h"
+
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bso/error.h"
+#include "server/log.h"
+#include "server/routes.h"
+
+struct bso_server {
+    struct MHD_Daemon *daemon;
+    struct bso_store *store;
+    struct bso_config cfg;
+    int port;
+};
+
+/* Per-connection state while a request body arrives. */
+struct pending {
+    char *body;
+    size_t len, cap;
+    bool too_large;
+    bool answered; /* a response was queued early (413) */
+    struct timespec start;
+};
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, struct jbuf *body)
+{
+    size_t len;
+    char *text = jb_take(body, &len);
+    if (!text) { /* out of memory while writing: a short fixed answer */
+        static const char oom[] = "{\"message\":\"The server is out of memory.\"}";
+        text = strdup(oom);
+        len = text ? strlen(text) : 0;
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, text ? text : (char *)"", MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result too_large(struct MHD_Connection *c, size_t max)
+{
+    struct jbuf b;
+    char msg[128];
+    jb_init(&b);
+    snprintf(msg, sizeof msg, "Request body too large: the limit is %zu bytes.", max);
+    jb_obj(&b);
+    jb_key(&b, "message");
+    jb_str(&b, msg);
+    jb_end(&b);
+    return send_json(c, MHD_HTTP_CONTENT_TOO_LARGE, &b);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct bso_server *srv = cls;
+    struct pending *p = *con_cls;
+    if (!p) {
+        p = calloc(1, sizeof(*p));
+        if (!p)
+            return MHD_NO;
+        clock_gettime(CLOCK_MONOTONIC, &p->start);
+        *con_cls = p;
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
+            p->answered = true;
+            return too_large(c, srv->cfg.max_body);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (!p->answered && !p->too_large) {
+            if (p->len + *upload_size > srv->cfg.max_body) {
+                p->too_large = true;
+            } else {
+                if (p->len + *upload_size + 1 > p->cap) {
+                    size_t cap = p->cap ? p->cap : 4096;
+                    while (cap < p->len + *upload_size + 1)
+                        cap *= 2;
+                    char *g = realloc(p->body, cap);
+                    if (!g)
+                        return MHD_NO;
+                    p->body = g;
+                    p->cap = cap;
+                }
+                memcpy(p->body + p->len, upload, *upload_size);
+                p->len += *upload_size;
+                p->body[p->len] = '\0';
+            }
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (p->answered)
+        return MHD_YES;
+    p->answered = true;
+    if (p->too_large)
+        return too_large(c, srv->cfg.max_body);
+
+    struct bso_request req = {
+        .conn = c,
+        .method = method,
+        .path = url,
+        .body = p->body ? p->body : "",
+        .body_len = p->len,
+        .store = srv->store,
+        .cfg = &srv->cfg,
+    };
+    struct bso_response res = {.status = 200};
+    jb_init(&res.body);
+    bso_route(&req, &res);
+    log_debug("%s %s -> %u (%.2f ms)", method, url, res.status, ms_since(&p->start));
+    return send_json(c, res.status, &res.body);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode why)
+{
+    (void)cls;
+    (void)c;
+    (void)why;
+    struct pending *p = *con_cls;
+    if (p) {
+        free(p->body);
+        free(p);
+        *con_cls = NULL;
+    }
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    log_warn("http: %s", msg);
+}
+
+int bso_server_start(const struct bso_config *cfg, struct bso_store *store, struct bso_server **out,
+                     char *err, size_t errcap)
+{
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    char port[8];
+    snprintf(port, sizeof port, "%d", cfg->port);
+    int gai = getaddrinfo(cfg->host, port, &hints, &ai);
+    if (gai != 0) {
+        snprintf(err, errcap, "cannot resolve --host '%s': %s", cfg->host, gai_strerror(gai));
+        return BSO_EINVAL;
+    }
+    struct bso_server *srv = calloc(1, sizeof(*srv));
+    if (!srv) {
+        freeaddrinfo(ai);
+        snprintf(err, errcap, "out of memory");
+        return BSO_ENOMEM;
+    }
+    srv->store = store;
+    srv->cfg = *cfg;
+    /* ITC lets MHD_quiesce_daemon wake the workers for a clean stop. */
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    /* The logger must be the first option, or MHD logs its first messages its own way. */
+    srv->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(64 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!srv->daemon) {
+        snprintf(err, errcap, "cannot listen on %s:%d (in use, or not an address of this host)",
+                 cfg->host, cfg->port);
+        free(srv);
+        return BSO_EIO;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    srv->port = info ? info->port : cfg->port;
+    *out = srv;
+    return 0;
+}
+
+int bso_server_port(const struct bso_server *srv)
+{
+    return srv->port;
+}
+
+void bso_server_stop(struct bso_server *srv)
+{
+    if (!srv)
+        return;
+    /* Stop accepting first; MHD_stop_daemon then joins the workers, which finish the requests
+     * they are running (each handler runs to completion on its thread). */
+    MHD_socket listener = MHD_quiesce_daemon(srv->daemon);
+    MHD_stop_daemon(srv->daemon);
+    if (listener != MHD_INVALID_SOCKET)
+        close(listener); /* after quiescing, the listening socket is ours to close */
+    free(srv);
+}

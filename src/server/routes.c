@@ -1,0 +1,612 @@
+/*
+ * Endpoints. Zeus's five keep Zeus's paths, fields, status codes and bodies; the read API,
+ * health and version are ours. Adding an endpoint is adding a row to `routes`.
+ */
+#include "server/routes.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "bso/error.h"
+#include "core/cost.h"
+#include "core/pyfmt.h"
+#include "server/codec.h"
+#include "server/log.h"
+#include "server/service.h"
+
+#define BSO_VERSION "0.1.0"
+
+static void message(struct bso_response *res, unsigned status, const char *msg)
+{
+    res->status = status;
+    jb_obj(&res->body);
+    jb_key(&res->body, "message");
+    jb_str(&res->body, msg);
+    jb_end(&res->body);
+}
+
+static void details(struct bso_response *res, const struct bso_details *ds)
+{
+    res->status = 422;
+    bso_encode_details(&res->body, ds);
+}
+
+/* 422 for one query parameter. */
+static void query_error(struct bso_response *res, const char *name, const char *type,
+                        const char *msg)
+{
+    struct bso_details ds = {0};
+    bso_details_add(&ds, "query", name, -1, type, msg);
+    details(res, &ds);
+}
+
+/* The HTTP status for a service failure; `unknown` is what this endpoint answers for an unknown
+ * job or trial (Zeus uses 400 on some endpoints and 404 on others). */
+static unsigned status_of(int rc, unsigned unknown)
+{
+    switch (rc) {
+    case BSO_ENOTFOUND:
+        return unknown;
+    case BSO_ECONFLICT:
+    case BSO_EPRUNED:
+        return 409;
+    case BSO_ESTATE:
+    case BSO_EINVAL:
+        return 400;
+    case BSO_EIO:
+    case BSO_ENOMEM:
+        return 503;
+    default:
+        return 500;
+    }
+}
+
+/* A session for this request, or a 503 already written. */
+static struct bso_session *session(struct bso_request *req, struct bso_response *res)
+{
+    struct bso_session *s;
+    if (bso_store_session(req->store, &s) == 0)
+        return s;
+    log_error("cannot open a database session");
+    message(res, 503, "The database is unavailable; try again.");
+    return NULL;
+}
+
+/* Zeus's client sends JSON with no Content-Type; a JSON type is fine too. So is curl's default
+ * form type (`curl -d '{...}'`), which FastAPI would refuse: a convenience, as the body must
+ * still be JSON. Anything else (text/plain, ...) is not a dict, as in FastAPI. */
+static bool json_body_allowed(struct bso_request *req, struct bso_response *res)
+{
+    const char *ct =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!ct)
+        return true;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && (ct[n - 1] == ' ' || ct[n - 1] == '\t'))
+        n--;
+    if ((n == 16 && strncasecmp(ct, "application/json", 16) == 0) ||
+        (n == 33 && strncasecmp(ct, "application/x-www-form-urlencoded", 33) == 0) ||
+        (n > 17 && strncasecmp(ct, "application/", 12) == 0 &&
+         strncasecmp(ct + n - 5, "+json", 5) == 0))
+        return true;
+    struct bso_details ds = {0};
+    bso_details_add(&ds, "body", NULL, -1, "type_error.dict", "value is not a valid dict");
+    details(res, &ds);
+    return false;
+}
+
+static const char *query(struct bso_request *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+/* ---- Zeus's endpoints ------------------------------------------------------------------- */
+
+static void h_register(struct bso_request *req, struct bso_response *res)
+{
+    if (!json_body_allowed(req, res))
+        return;
+    struct bso_job_spec spec;
+    struct bso_details ds;
+    if (bso_decode_spec(req->body, req->body_len, &spec, &ds) < 0) {
+        details(res, &ds);
+        return;
+    }
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    bool created = false;
+    int rc = bso_svc_register(s, &spec, &created, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        message(res, status_of(rc, 400), msg);
+        return;
+    }
+    if (created)
+        log_info("Registered job %s", spec.job_id);
+    res->status = created ? 201 : 200;
+    bso_encode_spec(&res->body, &spec);
+}
+
+/* The required job_id query parameter, or a 422 written. */
+static const char *job_id_param(struct bso_request *req, struct bso_response *res)
+{
+    const char *id = query(req, "job_id");
+    if (!id)
+        query_error(res, "job_id", "value_error.missing", "field required");
+    return id;
+}
+
+static void h_predict(struct bso_request *req, struct bso_response *res)
+{
+    const char *id = job_id_param(req, res);
+    struct bso_session *s = id ? session(req, res) : NULL;
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    struct bso_trial t;
+    bool switched = false;
+    int64_t arms[BSO_MAX_BATCH_SIZES];
+    size_t n_arms = 0;
+    int rc = bso_svc_predict(s, id, &t, &switched, arms, &n_arms, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        message(res, status_of(rc, 400), msg);
+        return;
+    }
+    if (switched) {
+        char list[2048];
+        if (bso_pyintlist_repr(arms, n_arms, list, sizeof list) < 0)
+            snprintf(list, sizeof list, "[%zu arms]", n_arms);
+        log_info("Construct MAB for %s with arms %s", id, list);
+    }
+    jb_obj(&res->body);
+    jb_key(&res->body, "job_id");
+    jb_str(&res->body, id);
+    jb_key(&res->body, "batch_size");
+    jb_int(&res->body, t.batch_size);
+    jb_key(&res->body, "trial_number");
+    jb_int(&res->body, t.number);
+    jb_end(&res->body);
+}
+
+static void h_report(struct bso_request *req, struct bso_response *res)
+{
+    if (!json_body_allowed(req, res))
+        return;
+    struct bso_report_req r;
+    struct bso_details ds;
+    if (bso_decode_report(req->body, req->body_len, &r, &ds) < 0) {
+        details(res, &ds);
+        return;
+    }
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    struct bso_decision d;
+    struct bso_trial_key key = {r.job_id, r.batch_size, r.trial_number};
+    int rc = bso_svc_report(s, &key, &r.report, &d, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        message(res, status_of(rc, 400), msg);
+        return;
+    }
+    jb_obj(&res->body);
+    jb_key(&res->body, "stop_train");
+    jb_bool(&res->body, d.stop_train);
+    jb_key(&res->body, "converged");
+    jb_bool(&res->body, d.converged);
+    jb_key(&res->body, "message");
+    jb_str(&res->body, d.message);
+    jb_end(&res->body);
+}
+
+static void h_end_trial(struct bso_request *req, struct bso_response *res)
+{
+    if (!json_body_allowed(req, res))
+        return;
+    struct bso_report_req r;
+    struct bso_details ds;
+    if (bso_decode_trial_id(req->body, req->body_len, &r, &ds) < 0) {
+        details(res, &ds);
+        return;
+    }
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    struct bso_trial_key key = {r.job_id, r.batch_size, r.trial_number};
+    int rc = bso_svc_end_trial(s, &key, msg);
+    bso_session_release(s);
+    if (rc < 0)
+        message(res, status_of(rc, 404), msg);
+    else
+        jb_null(&res->body);
+}
+
+static void h_delete_job(struct bso_request *req, struct bso_response *res)
+{
+    const char *id = job_id_param(req, res);
+    struct bso_session *s = id ? session(req, res) : NULL;
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    int rc = bso_svc_delete(s, id, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        message(res, status_of(rc, 404), msg);
+        return;
+    }
+    log_info("Deleted job %s", id);
+    jb_null(&res->body);
+}
+
+/* ---- the read API ----------------------------------------------------------------------- */
+
+/* An integer query parameter in [min, max], or def when absent; false with a 422 written. */
+static bool int_param(struct bso_request *req, struct bso_response *res, const char *name,
+                      int64_t min, int64_t max, int64_t def, int64_t *out)
+{
+    const char *v = query(req, name);
+    *out = def;
+    if (!v)
+        return true;
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || errno) {
+        query_error(res, name, "type_error.integer", "value is not a valid integer");
+        return false;
+    }
+    if (n < min || n > max) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "ensure this value is between %" PRId64 " and %" PRId64, min,
+                 max);
+        query_error(res, name, "value_error.number.not_in_range", msg);
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+struct list_ctx {
+    struct jbuf *b;
+    int64_t rows;
+    char last_id[BSO_JOB_ID_MAX + 1];
+    int64_t last_number;
+    const struct bso_job_spec *spec;
+};
+
+static int job_row(void *ctx, const struct bso_job_summary *r)
+{
+    struct list_ctx *c = ctx;
+    jb_obj(c->b);
+    jb_key(c->b, "job_id");
+    jb_str(c->b, r->job_id);
+    jb_key(c->b, "gpu_model");
+    jb_str(c->b, r->gpu_model);
+    jb_key(c->b, "stage");
+    jb_str(c->b, bso_stage_name(r->stage));
+    jb_key(c->b, "trials");
+    jb_int(c->b, r->n_trials);
+    jb_key(c->b, "min_cost");
+    if (r->has_min_cost)
+        jb_float(c->b, r->min_cost);
+    else
+        jb_null(c->b);
+    jb_key(c->b, "min_cost_batch_size");
+    jb_int(c->b, r->min_cost_batch_size);
+    jb_key(c->b, "created_at");
+    jb_str(c->b, r->created_at);
+    jb_end(c->b);
+    c->rows++;
+    snprintf(c->last_id, sizeof c->last_id, "%s", r->job_id);
+    return 0;
+}
+
+static void h_list_jobs(struct bso_request *req, struct bso_response *res)
+{
+    int64_t limit;
+    if (!int_param(req, res, "limit", 1, 1000, 100, &limit))
+        return;
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    struct list_ctx c = {.b = &res->body};
+    jb_obj(&res->body);
+    jb_key(&res->body, "jobs");
+    jb_arr(&res->body);
+    int rc = bso_session_begin_read(s);
+    if (rc == 0)
+        rc = bso_session_list_jobs(s, query(req, "after"), limit, job_row, &c);
+    bso_session_rollback(s);
+    if (rc < 0) {
+        log_error("list jobs: %s", bso_session_errmsg(s));
+        bso_session_release(s);
+        jb_free(&res->body);
+        message(res, 503, "The database is unavailable; try again.");
+        return;
+    }
+    bso_session_release(s);
+    jb_end(&res->body);
+    jb_key(&res->body, "next_after");
+    if (c.rows == limit)
+        jb_str(&res->body, c.last_id);
+    else
+        jb_null(&res->body);
+    jb_end(&res->body);
+}
+
+static void encode_job(struct jbuf *b, const struct bso_job *job, const int64_t counts[3])
+{
+    jb_obj(b);
+    jb_key(b, "job_id");
+    jb_str(b, job->spec.job_id);
+    jb_key(b, "spec");
+    bso_encode_spec(b, &job->spec);
+    jb_key(b, "stage");
+    jb_str(b, bso_stage_name(job->stage));
+    jb_key(b, "min_cost");
+    if (job->has_min_cost)
+        jb_float(b, job->min_cost);
+    else
+        jb_null(b);
+    jb_key(b, "min_cost_batch_size");
+    jb_int(b, job->min_cost_batch_size);
+    jb_key(b, "trials");
+    jb_obj(b);
+    jb_key(b, "total");
+    jb_int(b, job->last_trial_number);
+    for (int st = 0; st < 3; st++) {
+        char key[16];
+        snprintf(key, sizeof key, "%s", bso_trial_status_name((enum bso_trial_status)st));
+        key[0] = (char)(key[0] - 'A' + 'a');
+        jb_key(b, key);
+        jb_int(b, counts[st]);
+    }
+    jb_end(b);
+    /* Infinite precisions (an arm whose rewards have no spread) are written as null. */
+    jb_key(b, "arms");
+    jb_arr(b);
+    for (size_t i = 0; i < job->n_arms; i++) {
+        const struct bso_arm *a = &job->arms[i];
+        jb_obj(b);
+        jb_key(b, "batch_size");
+        jb_int(b, a->batch_size);
+        jb_key(b, "mean_cost");
+        jb_float(b, -a->param_mean);
+        jb_key(b, "param_mean");
+        jb_float(b, a->param_mean);
+        jb_key(b, "param_precision");
+        jb_float(b, a->param_precision);
+        jb_key(b, "reward_precision");
+        jb_float(b, a->reward_precision);
+        jb_key(b, "num_observations");
+        jb_int(b, a->num_observations);
+        jb_key(b, "num_results");
+        jb_int(b, a->n_results);
+        jb_end(b);
+    }
+    jb_end(b);
+    jb_end(b);
+}
+
+static void h_get_job(struct bso_request *req, struct bso_response *res)
+{
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    struct bso_job job;
+    int64_t counts[3] = {0};
+    int rc = bso_session_begin_read(s);
+    if (rc == 0)
+        rc = bso_session_load_job(s, req->segment, BSO_LOAD_ARMS, &job);
+    if (rc == 0) {
+        rc = bso_session_count_trials(s, req->segment, counts);
+        if (rc == 0)
+            encode_job(&res->body, &job, counts);
+        bso_job_clear(&job);
+    }
+    bso_session_rollback(s);
+    if (rc == BSO_ENOTFOUND) {
+        char msg[BSO_SVC_MSG_MAX];
+        snprintf(msg, sizeof msg, "Unknown job(%s).", req->segment);
+        message(res, 404, msg);
+    } else if (rc < 0) {
+        log_error("get job: %s", bso_session_errmsg(s));
+        jb_free(&res->body);
+        message(res, 503, "The database is unavailable; try again.");
+    }
+    bso_session_release(s);
+}
+
+static int trial_row(void *ctx, const struct bso_trial_row *r)
+{
+    struct list_ctx *c = ctx;
+    const struct bso_trial *t = &r->trial;
+    const bool done = t->status == BSO_TRIAL_SUCCEEDED;
+    jb_obj(c->b);
+    jb_key(c->b, "trial_number");
+    jb_int(c->b, t->number);
+    jb_key(c->b, "batch_size");
+    jb_int(c->b, t->batch_size);
+    jb_key(c->b, "type");
+    jb_str(c->b, bso_trial_type_name(t->type));
+    jb_key(c->b, "status");
+    jb_str(c->b, bso_trial_status_name(t->status));
+    jb_key(c->b, "start_timestamp");
+    jb_str(c->b, r->start_timestamp);
+    jb_key(c->b, "end_timestamp");
+    if (r->end_timestamp[0])
+        jb_str(c->b, r->end_timestamp);
+    else
+        jb_null(c->b);
+    jb_key(c->b, "time");
+    done ? jb_float(c->b, t->time) : jb_null(c->b);
+    jb_key(c->b, "energy");
+    done ? jb_float(c->b, t->energy) : jb_null(c->b);
+    jb_key(c->b, "cost");
+    if (done)
+        jb_float(c->b, bso_cost(t->energy, t->time, c->spec->eta_knob, c->spec->max_power));
+    else
+        jb_null(c->b);
+    jb_key(c->b, "converged");
+    done ? jb_bool(c->b, t->converged) : jb_null(c->b);
+    jb_end(c->b);
+    c->rows++;
+    c->last_number = t->number;
+    return 0;
+}
+
+static void h_list_trials(struct bso_request *req, struct bso_response *res)
+{
+    int64_t limit, after;
+    if (!int_param(req, res, "limit", 1, 1000, 100, &limit) ||
+        !int_param(req, res, "after", 0, INT64_MAX, 0, &after))
+        return;
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    struct bso_job job;
+    int rc = bso_session_begin_read(s);
+    if (rc == 0)
+        rc = bso_session_load_job(s, req->segment, 0, &job);
+    if (rc == 0) {
+        struct list_ctx c = {.b = &res->body, .spec = &job.spec};
+        jb_obj(&res->body);
+        jb_key(&res->body, "job_id");
+        jb_str(&res->body, req->segment);
+        jb_key(&res->body, "trials");
+        jb_arr(&res->body);
+        rc = bso_session_list_trials(s, req->segment, after, limit, trial_row, &c);
+        jb_end(&res->body);
+        jb_key(&res->body, "next_after");
+        if (c.rows == limit)
+            jb_int(&res->body, c.last_number);
+        else
+            jb_null(&res->body);
+        jb_end(&res->body);
+        bso_job_clear(&job);
+    }
+    bso_session_rollback(s);
+    if (rc == BSO_ENOTFOUND) {
+        char msg[BSO_SVC_MSG_MAX];
+        snprintf(msg, sizeof msg, "Unknown job(%s).", req->segment);
+        message(res, 404, msg);
+    } else if (rc < 0) {
+        log_error("list trials: %s", bso_session_errmsg(s));
+        jb_free(&res->body);
+        message(res, 503, "The database is unavailable; try again.");
+    }
+    bso_session_release(s);
+}
+
+static void status_body(struct bso_response *res, unsigned status, const char *text)
+{
+    res->status = status;
+    jb_obj(&res->body);
+    jb_key(&res->body, "status");
+    jb_str(&res->body, text);
+    jb_end(&res->body);
+}
+
+static void h_healthz(struct bso_request *req, struct bso_response *res)
+{
+    (void)req;
+    status_body(res, 200, "ok");
+}
+
+static void h_readyz(struct bso_request *req, struct bso_response *res)
+{
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    int rc = bso_session_ping(s);
+    if (rc < 0)
+        log_error("readiness: %s", bso_session_errmsg(s));
+    bso_session_release(s);
+    status_body(res, rc == 0 ? 200 : 503, rc == 0 ? "ready" : "database unavailable");
+}
+
+static void h_version(struct bso_request *req, struct bso_response *res)
+{
+    jb_obj(&res->body);
+    jb_key(&res->body, "version");
+    jb_str(&res->body, BSO_VERSION);
+    jb_key(&res->body, "database");
+    jb_str(&res->body, bso_store_backend(req->store));
+    jb_key(&res->body, "schema_version");
+    jb_int(&res->body, bso_store_schema_version(req->store));
+    jb_end(&res->body);
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+struct route {
+    const char *method;
+    const char *pattern; /* "{}" matches one path segment */
+    void (*handler)(struct bso_request *req, struct bso_response *res);
+};
+
+static const struct route routes[] = {
+    {"POST", "/jobs", h_register},  {"DELETE", "/jobs", h_delete_job},
+    {"GET", "/jobs", h_list_jobs},  {"GET", "/jobs/batch_size", h_predict},
+    {"POST", "/report", h_report},  {"PATCH", "/trials", h_end_trial},
+    {"GET", "/jobs/{}", h_get_job}, {"GET", "/jobs/{}/trials", h_list_trials},
+    {"GET", "/healthz", h_healthz}, {"GET", "/readyz", h_readyz},
+    {"GET", "/version", h_version},
+};
+
+/* Matches path against pattern; a "{}" segment is copied into seg. */
+static bool match(const char *pattern, const char *path, char *seg, size_t cap)
+{
+    while (*pattern && *path) {
+        if (pattern[0] == '{' && pattern[1] == '}') {
+            size_t n = strcspn(path, "/");
+            if (n == 0 || n >= cap)
+                return false;
+            memcpy(seg, path, n);
+            seg[n] = '\0';
+            path += n;
+            pattern += 2;
+        } else if (*pattern++ != *path++) {
+            return false;
+        }
+    }
+    return *pattern == '\0' && *path == '\0';
+}
+
+void bso_route(struct bso_request *req, struct bso_response *res)
+{
+    char seg[BSO_JOB_ID_MAX + 2];
+    bool path_known = false;
+    /* Exact paths first, so /jobs/batch_size is never taken for a job id. */
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+            const struct route *r = &routes[i];
+            if ((strstr(r->pattern, "{}") != NULL) != (pass == 1))
+                continue;
+            if (!match(r->pattern, req->path, seg, sizeof seg))
+                continue;
+            path_known = true;
+            if (strcmp(r->method, req->method) != 0)
+                continue;
+            req->segment = seg;
+            r->handler(req, res);
+            return;
+        }
+        if (path_known)
+            break;
+    }
+    res->status = path_known ? 405 : 404;
+    jb_obj(&res->body);
+    jb_key(&res->body, "detail");
+    jb_str(&res->body, path_known ? "Method Not Allowed" : "Not Found");
+    jb_end(&res->body);
+}

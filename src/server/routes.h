@@ -1,0 +1,31 @@
+/* The route table and the handlers behind each endpoint. */
+#ifndef BSO_SERVER_ROUTES_H
+#define BSO_SERVER_ROUTES_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+
+#include "server/config.h"
+#include "server/jbuf.h"
+#include "store/store.h"
+
+struct bso_request {
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *path;
+    const char *body;
+    size_t body_len;
+    const char *segment; /* the {job_id} part of the path, when the route has one */
+    struct bso_store *store;
+    const struct bso_config *cfg;
+};
+
+struct bso_response {
+    unsigned status;
+    struct jbuf body;
+};
+
+/* Routes req and fills *res (status and JSON body). Never fails: every outcome is a response. */
+void bso_route(struct bso_request *req, struct bso_response *res);
+
+#endif
