@@ -394,14 +394,16 @@ int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, str
     }
     json_decref(root);
 
-    /* Fields that failed to decode keep their error; validation adds none for them. */
+    /* Fields that failed to decode keep their decode error: a placeholder (no type) in the
+     * spec's list stops validation from adding another for the same field. */
     for (size_t i = 0; i < ds->n; i++)
         if (errs.n < BSO_SPEC_MAX_ERRORS)
-            errs.e[errs.n++] = (struct bso_spec_error){.field = ds->d[i].field, .type = ""};
-    const size_t decode_errors = errs.n;
+            errs.e[errs.n++] = (struct bso_spec_error){.field = ds->d[i].field, .type = NULL};
     bso_job_spec_validate(spec, &errs);
-    for (size_t i = decode_errors; i < errs.n; i++) {
+    for (size_t i = 0; i < errs.n; i++) {
         const struct bso_spec_error *e = &errs.e[i];
+        if (!e->type)
+            continue;
         bso_details_add(ds, "body", e->field, -1, e->type, e->msg);
         ds->d[ds->n - 1].has_limit = e->has_limit;
         ds->d[ds->n - 1].limit = e->limit;

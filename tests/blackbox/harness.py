@@ -1,0 +1,164 @@
+"""Starts the real bso-server binary on 127.0.0.1 and a free port, and talks HTTP to it.
+
+Requests are sent the way Zeus's Python client sends them: JSON bodies with no Content-Type.
+The binary comes from $BSO_SERVER_BIN (ctest sets it).
+"""
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+BIN = os.environ.get("BSO_SERVER_BIN", "bso-server")
+
+
+class Server:
+    def __init__(self, database=None, args=(), env=None, cwd=None):
+        self.tmp = tempfile.TemporaryDirectory(prefix="bso-bb-")
+        self.database = database or "sqlite:///%s/bso.db" % self.tmp.name
+        self.args = list(args)
+        self.env = dict(os.environ, **(env or {}))
+        self.cwd = cwd or self.tmp.name
+        self.proc = None
+        self.lines = []
+        self.port = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.tmp.cleanup()
+
+    def start(self):
+        cmd = [BIN, "--port", "0", "--database", self.database, "--threads", "4"] + self.args
+        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                     env=self.env, cwd=self.cwd, text=True)
+        self.lines = []
+        ready = threading.Event()
+
+        def drain():
+            try:
+                for line in self.proc.stderr:
+                    self.lines.append(line.rstrip("\n"))
+                    m = re.search(r"listening on http://[^:]+:(\d+)", line)
+                    if m:
+                        self.port = int(m.group(1))
+                        ready.set()
+            except ValueError:  # stderr closed by stop()
+                pass
+            ready.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        if not ready.wait(30) or self.port is None:
+            self.proc.kill()
+            raise RuntimeError("bso-server did not start:\n" + "\n".join(self.lines))
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        rc = self.proc.returncode if self.proc else None
+        time.sleep(0.05)  # let the drain thread take the last lines
+        if self.proc and self.proc.stderr:
+            self.proc.stderr.close()
+        return rc
+
+    def restart(self):
+        assert self.stop() == 0
+        self.start()
+
+    def request(self, method, path, body=None, headers=None):
+        """Returns (status, parsed JSON body or None)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        if isinstance(body, (dict, list)):
+            body = json.dumps(body)
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        raw = resp.read()
+        conn.close()
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            data = raw
+        return resp.status, data
+
+    # Zeus's client calls.
+    def register(self, spec):
+        return self.request("POST", "/jobs", spec)
+
+    def predict(self, job_id):
+        return self.request("GET", "/jobs/batch_size?job_id=" + job_id)
+
+    def report(self, job_id, bs, number, time_, energy, metric, epoch):
+        return self.request("POST", "/report", {
+            "job_id": job_id, "batch_size": bs, "trial_number": number, "time": time_,
+            "energy": energy, "metric": metric, "current_epoch": epoch})
+
+    def end_trial(self, job_id, bs, number):
+        return self.request("PATCH", "/trials", {"job_id": job_id, "batch_size": bs,
+                                                 "trial_number": number})
+
+    def delete(self, job_id):
+        return self.request("DELETE", "/jobs?job_id=" + job_id)
+
+    def snapshot(self, job_id):
+        """Everything the read API says about a job, for before/after comparisons."""
+        return (self.request("GET", "/jobs?limit=1000"),
+                self.request("GET", "/jobs/" + job_id),
+                self.request("GET", "/jobs/%s/trials?limit=1000" % job_id))
+
+
+def fake_job(job_id="test-job"):
+    """Zeus's helpers.get_fake_job + get_fake_job_config."""
+    return {
+        "job_id": job_id, "job_id_prefix": "test", "default_batch_size": 1024,
+        "batch_sizes": [32, 64, 256, 512, 1024, 4096, 2048], "eta_knob": 0.5, "beta_knob": 2,
+        "target_metric": 0.5, "higher_is_better_metric": True, "max_epochs": 100,
+        "num_pruning_rounds": 2, "window_size": 5, "mab_prior_mean": 0,
+        "mab_prior_precision": 0, "mab_seed": 123456, "mab_num_explorations": 2, "seed": 1,
+        "max_power": 3000, "number_of_gpus": 4, "gpu_model": "A100",
+    }
+
+
+def scenario_g(window, seed, job_id=None):
+    """The golden scenario G job of the reference spec, Appendix B."""
+    spec = {
+        "job_id_prefix": "g", "batch_sizes": [8, 16, 32, 64, 128, 256],
+        "default_batch_size": 64, "eta_knob": 0.5, "beta_knob": 2.0, "target_metric": 0.5,
+        "higher_is_better_metric": True, "max_epochs": 10, "num_pruning_rounds": 2,
+        "mab_prior_mean": 0, "mab_prior_precision": 0, "mab_num_explorations": 2,
+        "max_power": 1000, "number_of_gpus": 1, "gpu_model": "A100", "window_size": window,
+        "mab_seed": seed,
+    }
+    if job_id:
+        spec["job_id"] = job_id
+    return spec
+
+
+G_BASE = {8: 9000, 16: 5300, 32: 5000, 64: 5100, 128: 5400, 256: 8000}
+
+
+def scenario_g_report(k, bs):
+    cost = G_BASE[bs] + ((k * 37) % 11 - 5) * 150
+    converges = bs != 8
+    return cost / 500, 0.0, 0.9 if converges else 0.1, 1 if converges else 10
+
+
+GOLDEN = {
+    (0, 42): "64,32,16,8,128,256,16,32,64,128,256,64,16,64,64,64,64,64,64,64,64,64,64,64,64,64,"
+             "16,64,64,64,64,64,64,64,64,64,64,64,64,64,64,16,64,64,64,64,64,64,64,64,64",
+    (3, 42): "64,32,16,8,128,256,16,32,64,128,256,64,16,64,64,64,64,32,64,64,64,32,16,64,32,32,"
+             "32,32,32,32,64,64,32,32,64,32,32,32,32,32,32,32,32,32,32,32,32,32,32,32,32",
+    (0, 1): "64,32,16,8,128,256,16,32,64,128,256,16,64,16,16,16,64,64,16,16,64,16,64,64,16,64,"
+            "16,16,16,64,16,64,64,64,64,64,64,64,16,64,64,16,16,64,16,16,64,64,64,64,64",
+}

@@ -1,0 +1,119 @@
+"""Malformed requests get a clear 4xx (never a 500 with internals) and change nothing."""
+import http.client
+import unittest
+
+from harness import Server, fake_job
+
+
+class BadInput(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(args=["--max-body-kib", "64"]).__enter__()
+        cls.srv.register(fake_job("test-b"))
+        cls.srv.predict("test-b")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.__exit__(None, None, None)
+
+    def expect(self, method, path, body, status, headers=None):
+        before = self.srv.snapshot("test-b")
+        got, data = self.srv.request(method, path, body, headers)
+        self.assertEqual(got, status, data)
+        self.assertEqual(self.srv.snapshot("test-b"), before, "the request changed state")
+        return data
+
+    def test_register_bad_bodies(self):
+        good = fake_job("test-new")
+        cases = [
+            ("not json", 422, "value_error.jsondecode"),
+            ("[1, 2]", 422, "type_error.dict"),
+            ("", 422, "value_error.missing"),
+            (dict(good, batch_sizes=[32, 32, 1024]), 422, "value_error"),
+            (dict(good, batch_sizes=[-32, 1024]), 422, "value_error"),
+            (dict(good, batch_sizes="32,1024"), 422, "type_error.list"),
+            (dict(good, batch_sizes=[32, "x"]), 422, "type_error.integer"),
+            (dict(good, max_power="lots"), 422, "type_error.float"),
+            (dict(good, higher_is_better_metric="maybe"), 422, "type_error.bool"),
+            (dict(good, gpu_model=["A100"]), 422, "type_error.str"),
+            (dict(good, gpu_model="x" * 129), 422, "value_error.any_str.max_length"),
+            (dict(good, job_id="test-" + "x" * 300), 422, "value_error.any_str.max_length"),
+            (dict(good, batch_sizes=list(range(1, 300)), default_batch_size=1), 422,
+             "value_error.list.max_items"),
+            (dict(good, num_pruning_rounds=0), 422, "value_error.number.not_ge"),
+            (dict(good, window_size=1), 422, "value_error"),
+            (dict(good, max_power=None), 422, "type_error.none.not_allowed"),
+            ({k: v for k, v in good.items() if k != "gpu_model"}, 422, "value_error.missing"),
+        ]
+        for body, status, type_ in cases:
+            with self.subTest(body=str(body)[:80]):
+                data = self.expect("POST", "/jobs", body, status)
+                self.assertIn(type_, [d["type"] for d in data["detail"]])
+        # Loose coercion, as pydantic v1 does it, is accepted.
+        status, data = self.srv.register(dict(good, default_batch_size="1024", max_epochs=7.9,
+                                              higher_is_better_metric="yes"))
+        self.assertEqual(status, 201, data)
+        self.assertEqual((data["default_batch_size"], data["max_epochs"]), (1024, 7))
+
+    def test_wrong_content_type(self):
+        data = self.expect("POST", "/jobs", fake_job("test-ct"), 422,
+                           headers={"Content-Type": "text/plain"})
+        self.assertEqual(data["detail"][0]["msg"], "value is not a valid dict")
+        # JSON types and curl's default form type are read as JSON.
+        for ct in ("application/json", "application/json; charset=utf-8",
+                   "application/vnd.api+json", "application/x-www-form-urlencoded"):
+            with self.subTest(ct=ct):
+                status, _ = self.srv.request("POST", "/jobs", fake_job("test-ct"),
+                                             {"Content-Type": ct})
+                self.assertIn(status, (200, 201))
+
+    def test_oversized_body(self):
+        data = self.expect("POST", "/jobs", "{" + " " * 70000 + "}", 413)
+        self.assertIn("too large", data["message"])
+        # The connection-level check on Content-Length answers without reading the body.
+        conn = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=10)
+        conn.putrequest("POST", "/report")
+        conn.putheader("Content-Length", str(10 ** 9))
+        conn.endheaders()
+        resp = conn.getresponse()
+        self.assertEqual(resp.status, 413)
+        conn.close()
+
+    def test_report_bad_bodies(self):
+        base = {"job_id": "test-b", "batch_size": 1024, "trial_number": 1, "time": 1.0,
+                "energy": 1.0, "metric": 0.1, "current_epoch": 1}
+        cases = [
+            (dict(base, time=-1), "time"),
+            (dict(base, energy=-5), "energy"),
+            (dict(base, time="NaN"), "time"),
+            (dict(base, metric="inf"), "metric"),
+            (dict(base, trial_number=0), "trial_number"),
+            (dict(base, batch_size=-1), "batch_size"),
+            (dict(base, current_epoch=-1), "current_epoch"),
+            ({k: v for k, v in base.items() if k != "metric"}, "metric"),
+            (dict(base, job_id=None), "job_id"),
+        ]
+        for body, field in cases:
+            with self.subTest(field=field, body=body):
+                data = self.expect("POST", "/report", body, 422)
+                self.assertEqual(data["detail"][0]["loc"], ["body", field])
+        # Finite numbers whose cost overflows are refused too.
+        data = self.expect("POST", "/report", dict(base, time=1e308, energy=1e308), 400)
+        self.assertIn("overflow", data["message"])
+
+    def test_query_and_routing_errors(self):
+        data = self.expect("GET", "/jobs/batch_size", None, 422)
+        self.assertEqual(data["detail"][0]["loc"], ["query", "job_id"])
+        self.expect("DELETE", "/jobs", None, 422)
+        self.assertEqual(self.expect("GET", "/nope", None, 404), {"detail": "Not Found"})
+        self.assertEqual(self.expect("PUT", "/jobs", None, 405), {"detail": "Method Not Allowed"})
+        self.expect("GET", "/jobs?limit=0", None, 422)
+        self.expect("GET", "/jobs?limit=abc", None, 422)
+        self.expect("GET", "/jobs/test-b/trials?after=-1", None, 422)
+        self.assertEqual(self.expect("GET", "/jobs/absent", None, 404),
+                         {"message": "Unknown job(absent)."})
+        self.expect("PATCH", "/trials", {"job_id": "test-b", "batch_size": "x"}, 422)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,94 @@
+"""Configuration: flags over environment over .env; Zeus's variables; help, version, migrate,
+bad settings, read API pagination, and a clean stop on SIGTERM."""
+import os
+import signal
+import subprocess
+import tempfile
+import unittest
+
+from harness import BIN, Server, fake_job
+
+
+def run(args, env=None, cwd=None):
+    return subprocess.run([BIN] + args, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **(env or {})), cwd=cwd)
+
+
+class Config(unittest.TestCase):
+    def test_help_version_and_bad_flags(self):
+        out = run(["--help"])
+        self.assertEqual(out.returncode, 0)
+        for word in ("--database", "BSO_DATABASE_URL", "ZEUS_BSO_DATABASE_URL", "--port",
+                     "--log-format", "--threads", "--durability", "migrate"):
+            self.assertIn(word, out.stdout)
+        self.assertRegex(run(["--version"]).stdout, r"^bso-server \d+\.\d+\.\d+")
+        bad = run(["--port", "99999"])
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--port", bad.stderr)
+        self.assertEqual(run(["--frobnicate"]).returncode, 2)
+        self.assertEqual(run([], env={"BSO_LOG_FORMAT": "xml"}).returncode, 2)
+        out = run(["--database", "mysql+asyncmy://u:p@db/Zeus", "--port", "0"])
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("unsupported database URL", out.stderr)
+
+    def test_migrate(self):
+        with tempfile.TemporaryDirectory() as d:
+            sql = run(["migrate", "--sql", "--database", "sqlite:///x.db"], cwd=d)
+            self.assertEqual(sql.returncode, 0)
+            self.assertIn("CREATE TABLE job", sql.stdout)
+            self.assertFalse(os.path.exists(os.path.join(d, "x.db")))
+            out = run(["migrate", "--database", "sqlite:///x.db"], cwd=d)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("schema version 1", out.stdout)
+            self.assertTrue(os.path.exists(os.path.join(d, "x.db")))
+
+    def test_precedence_and_zeus_variables(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, ".env"), "w") as f:
+                f.write("# settings\nexport BSO_LOG_FORMAT=json\n"
+                        "ZEUS_BSO_DATABASE_URL=sqlite+aiosqlite:///from-dotenv.db\n")
+            # .env applies: JSON log lines, and Zeus's async URL is understood.
+            srv = Server(database=None, cwd=d)
+            srv.args = []
+            srv.database = "sqlite+aiosqlite:///from-dotenv.db"
+            with srv:
+                self.assertTrue(srv.lines[0].startswith('{"ts":'), srv.lines[0])
+                self.assertEqual(srv.register(fake_job("test-z"))[0], 201)
+            self.assertTrue(os.path.exists(os.path.join(d, "from-dotenv.db")))
+            # The environment beats .env; a flag beats the environment.
+            out = run(["--port", "99999"], env={"BSO_PORT": "8001"}, cwd=d)
+            self.assertIn("command line", out.stderr)
+            out = run([], env={"BSO_PORT": "nope"}, cwd=d)
+            self.assertEqual(out.returncode, 2)
+            self.assertIn("BSO_PORT", out.stderr)
+            with open(os.path.join(d, ".env"), "w") as f:
+                f.write("BSO_PORT 8000\n")
+            out = run([], cwd=d)
+            self.assertEqual(out.returncode, 2)
+            self.assertIn(".env:1", out.stderr)
+
+    def test_read_api_and_clean_stop(self):
+        with Server() as srv:
+            for i in range(5):
+                srv.register(fake_job("test-%d" % i))
+            status, page = srv.request("GET", "/jobs?limit=2")
+            self.assertEqual([j["job_id"] for j in page["jobs"]], ["test-0", "test-1"])
+            status, page2 = srv.request("GET", "/jobs?limit=2&after=" + page["next_after"])
+            self.assertEqual([j["job_id"] for j in page2["jobs"]], ["test-2", "test-3"])
+            for _ in range(3):
+                srv.predict("test-0")
+            _, trials = srv.request("GET", "/jobs/test-0/trials?limit=2")
+            self.assertEqual([t["trial_number"] for t in trials["trials"]], [1, 2])
+            self.assertEqual(trials["next_after"], 2)
+            _, rest = srv.request("GET", "/jobs/test-0/trials?after=2")
+            self.assertEqual([t["trial_number"] for t in rest["trials"]], [3])
+            self.assertIsNone(rest["next_after"])
+            self.assertEqual(srv.request("GET", "/healthz"), (200, {"status": "ok"}))
+            self.assertEqual(srv.request("GET", "/readyz"), (200, {"status": "ready"}))
+            self.assertEqual(srv.request("GET", "/version")[1]["schema_version"], 1)
+            self.assertEqual(srv.stop(signal.SIGINT), 0)
+            self.assertIn("stopped", srv.lines[-1])
+
+
+if __name__ == "__main__":
+    unittest.main()
