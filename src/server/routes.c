@@ -99,6 +99,24 @@ static bool json_body_allowed(struct bso_request *req, struct bso_response *res)
     return false;
 }
 
+typedef int (*trial_decoder)(const char *body, size_t len, struct bso_report_req *r,
+                             struct bso_details *ds);
+
+/* The common start of POST /report and PATCH /trials: an acceptable body, decoded, and a
+ * session. NULL when a response (422, 503) is already written. */
+static struct bso_session *trial_request(struct bso_request *req, struct bso_response *res,
+                                         trial_decoder decode, struct bso_report_req *r)
+{
+    struct bso_details ds;
+    if (!json_body_allowed(req, res))
+        return NULL;
+    if (decode(req->body, req->body_len, r, &ds) < 0) {
+        details(res, &ds);
+        return NULL;
+    }
+    return session(req, res);
+}
+
 static const char *query(struct bso_request *req, const char *key)
 {
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
@@ -177,15 +195,8 @@ static void h_predict(struct bso_request *req, struct bso_response *res)
 
 static void h_report(struct bso_request *req, struct bso_response *res)
 {
-    if (!json_body_allowed(req, res))
-        return;
     struct bso_report_req r;
-    struct bso_details ds;
-    if (bso_decode_report(req->body, req->body_len, &r, &ds) < 0) {
-        details(res, &ds);
-        return;
-    }
-    struct bso_session *s = session(req, res);
+    struct bso_session *s = trial_request(req, res, bso_decode_report, &r);
     if (!s)
         return;
     char msg[BSO_SVC_MSG_MAX];
@@ -209,15 +220,8 @@ static void h_report(struct bso_request *req, struct bso_response *res)
 
 static void h_end_trial(struct bso_request *req, struct bso_response *res)
 {
-    if (!json_body_allowed(req, res))
-        return;
     struct bso_report_req r;
-    struct bso_details ds;
-    if (bso_decode_trial_id(req->body, req->body_len, &r, &ds) < 0) {
-        details(res, &ds);
-        return;
-    }
-    struct bso_session *s = session(req, res);
+    struct bso_session *s = trial_request(req, res, bso_decode_trial_id, &r);
     if (!s)
         return;
     char msg[BSO_SVC_MSG_MAX];

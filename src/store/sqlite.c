@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bso/error.h"
+#include "core/pyfmt.h"
 #include "store/store_impl.h"
 
 /* Schema migrations, in order. Migration i brings user_version from i to i + 1. Never edit one
@@ -436,24 +437,7 @@ static void read_trial(sqlite3_stmt *st, struct bso_trial *t)
     t->converged = sqlite3_column_int(st, 6) != 0;
 }
 
-/* "[8,16,32]" <-> batch sizes. */
-static int format_sizes(const struct bso_job_spec *spec, char *buf, size_t cap)
-{
-    size_t o = 0;
-    buf[o++] = '[';
-    for (size_t i = 0; i < spec->n_batch_sizes; i++) {
-        int w = snprintf(buf + o, cap - o, "%s%" PRId64, i ? "," : "", spec->batch_sizes[i]);
-        if (w < 0 || (size_t)w >= cap - o)
-            return BSO_ERANGE;
-        o += (size_t)w;
-    }
-    if (o + 2 > cap)
-        return BSO_ERANGE;
-    buf[o++] = ']';
-    buf[o] = '\0';
-    return 0;
-}
-
+/* Batch sizes are stored as "[8, 16, 32]" (bso_pyintlist_repr) and read back here. */
 static int parse_sizes(const char *text, struct bso_job_spec *spec)
 {
     const char *p = text;
@@ -642,7 +626,7 @@ static int be_insert_job(struct bso_session *s, const struct bso_job *job)
     if (!st)
         return BSO_EIO;
     const struct bso_job_spec *sp = &job->spec;
-    char sizes[BSO_MAX_BATCH_SIZES * 21 + 3], rng[BSO_RNG_JSON_MAX];
+    char sizes[BSO_MAX_BATCH_SIZES * 22 + 3], rng[BSO_RNG_JSON_MAX];
     if (format_sizes(sp, sizes, sizeof sizes) < 0 ||
         bso_rng_to_json(&job->rng, rng, sizeof rng) < 0)
         return bso_session_fail(s, BSO_ERANGE, "job row too large");
