@@ -627,7 +627,7 @@ static int be_insert_job(struct bso_session *s, const struct bso_job *job)
         return BSO_EIO;
     const struct bso_job_spec *sp = &job->spec;
     char sizes[BSO_MAX_BATCH_SIZES * 22 + 3], rng[BSO_RNG_JSON_MAX];
-    if (format_sizes(sp, sizes, sizeof sizes) < 0 ||
+    if (bso_pyintlist_repr(sp->batch_sizes, sp->n_batch_sizes, sizes, sizeof sizes) < 0 ||
         bso_rng_to_json(&job->rng, rng, sizeof rng) < 0)
         return bso_session_fail(s, BSO_ERANGE, "job row too large");
     bind_text(st, 1, sp->job_id);
