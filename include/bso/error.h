@@ -26,6 +26,9 @@ enum bso_error {
     BSO_EPARSE = -7,    /* malformed text (JSON, numbers) */
     BSO_EIO = -8,       /* an operating-system or device call failed */
     BSO_ECONFLICT = -9, /* the request contradicts stored state */
+    BSO_ENET = -10,     /* the server could not be reached, or did not answer in time */
+    BSO_EHTTP = -11,    /* the server answered with an error status */
+    BSO_ENODEV = -12,   /* no device or energy source is available */
 };
 
 /* A static, never-NULL description of an error code. */

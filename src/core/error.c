@@ -24,6 +24,12 @@ const char *bso_strerror(int code)
         return "input/output error";
     case BSO_ECONFLICT:
         return "conflicts with stored state";
+    case BSO_ENET:
+        return "the server could not be reached";
+    case BSO_EHTTP:
+        return "the server answered with an error";
+    case BSO_ENODEV:
+        return "no device available";
     }
     return "unknown error";
 }

@@ -1,0 +1,375 @@
+/* libbso's HTTP client over libcurl; see include/bso/client.h. */
+#include "bso/client.h"
+
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct bso_client {
+    CURL *curl;
+    char *base; /* server URL without a trailing slash */
+    long timeout_ms;
+    int retries;
+    int status;
+    char *body; /* last answer */
+    size_t len, cap;
+    bool oom;
+    char errmsg[BSO_CLIENT_MSG_MAX + 128];
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(bso_client *c, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->errmsg, sizeof c->errmsg, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int bso_client_new(const char *server_url, bso_client **out)
+{
+    if (!server_url || !*server_url)
+        return BSO_EINVAL;
+    pthread_once(&curl_once, curl_init_once);
+    bso_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return BSO_ENOMEM;
+    c->base = strdup(server_url);
+    c->curl = curl_easy_init();
+    if (!c->base || !c->curl) {
+        bso_client_free(c);
+        return BSO_ENOMEM;
+    }
+    size_t n = strlen(c->base);
+    while (n > 0 && c->base[n - 1] == '/')
+        c->base[--n] = '\0';
+    c->timeout_ms = 10000;
+    c->retries = 3;
+    *out = c;
+    return 0;
+}
+
+void bso_client_free(bso_client *c)
+{
+    if (!c)
+        return;
+    if (c->curl)
+        curl_easy_cleanup(c->curl);
+    free(c->base);
+    free(c->body);
+    free(c);
+}
+
+void bso_client_set_timeout_ms(bso_client *c, long ms)
+{
+    c->timeout_ms = ms > 0 ? ms : 10000;
+}
+
+void bso_client_set_retries(bso_client *c, int retries)
+{
+    c->retries = retries >= 0 ? retries : 0;
+}
+
+const char *bso_client_errmsg(const bso_client *c)
+{
+    return c->errmsg;
+}
+
+int bso_client_http_status(const bso_client *c)
+{
+    return c->status;
+}
+
+const char *bso_client_body(const bso_client *c)
+{
+    return c->body ? c->body : "";
+}
+
+static size_t on_data(char *data, size_t size, size_t n, void *userp)
+{
+    bso_client *c = userp;
+    size_t got = size * n;
+    if (c->len + got + 1 > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->len + got + 1)
+            cap *= 2;
+        char *g = realloc(c->body, cap);
+        if (!g) {
+            c->oom = true;
+            return 0;
+        }
+        c->body = g;
+        c->cap = cap;
+    }
+    memcpy(c->body + c->len, data, got);
+    c->len += got;
+    c->body[c->len] = '\0';
+    return got;
+}
+
+/* Whether a failure may be retried: never-sent requests always, others when idempotent. */
+static bool retryable(CURLcode cc, int status, bool idempotent)
+{
+    if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
+        return true;
+    if (!idempotent)
+        return false;
+    return cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_SEND_ERROR || cc == CURLE_RECV_ERROR ||
+           cc == CURLE_GOT_NOTHING || status == 502 || status == 503 || status == 504;
+}
+
+/* Pulls the server's explanation out of an error body: {"message"} or {"detail"}. */
+static void server_error(bso_client *c, const char *method, const char *path)
+{
+    json_t *root = c->body ? json_loads(c->body, 0, NULL) : NULL;
+    const char *msg = NULL;
+    char detail[BSO_CLIENT_MSG_MAX] = "";
+    json_t *m = root ? json_object_get(root, "message") : NULL;
+    json_t *d = root ? json_object_get(root, "detail") : NULL;
+    if (json_is_string(m)) {
+        msg = json_string_value(m);
+    } else if (json_is_string(d)) {
+        msg = json_string_value(d);
+    } else if (json_is_array(d)) {
+        size_t o = 0, i;
+        json_t *e;
+        json_array_foreach(d, i, e)
+        {
+            json_t *loc = json_object_get(e, "loc");
+            json_t *last = json_array_get(loc, json_array_size(loc) - 1);
+            char where[64] = "body";
+            if (json_is_string(last))
+                snprintf(where, sizeof where, "%s", json_string_value(last));
+            else if (json_is_integer(last))
+                snprintf(where, sizeof where, "%" PRId64, (int64_t)json_integer_value(last));
+            const char *what = json_string_value(json_object_get(e, "msg"));
+            int w = snprintf(detail + o, sizeof detail - o, "%s%s: %s", i ? "; " : "", where,
+                             what ? what : "invalid");
+            if (w < 0 || (size_t)w >= sizeof detail - o)
+                break;
+            o += (size_t)w;
+        }
+        msg = detail;
+    }
+    fail(c, BSO_EHTTP, "%s %s: HTTP %d: %s", method, path, c->status,
+         msg ? msg : (c->body && *c->body ? c->body : "no explanation"));
+    json_decref(root);
+}
+
+/* One HTTP exchange with retries. body may be NULL. 0 on a 2xx answer. */
+static int call(bso_client *c, const char *method, const char *path, const char *body,
+                bool idempotent)
+{
+    char url[4096];
+    snprintf(url, sizeof url, "%s%s", c->base, path);
+    struct curl_slist *headers = NULL;
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
+    int rc = 0;
+    for (int attempt = 0;; attempt++) {
+        c->len = 0;
+        c->status = 0;
+        c->oom = false;
+        if (c->body)
+            c->body[0] = '\0';
+        CURL *h = c->curl;
+        curl_easy_reset(h);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+        if (body) {
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        }
+        CURLcode cc = curl_easy_perform(h);
+        long status = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        c->status = (int)status;
+        if (c->oom) {
+            rc = fail(c, BSO_ENOMEM, "out of memory reading the answer");
+            break;
+        }
+        if (cc == CURLE_OK && status >= 200 && status < 300) {
+            rc = 0;
+            break;
+        }
+        if (attempt < c->retries && retryable(cc, c->status, idempotent)) {
+            struct timespec pause = {0, 100000000L << attempt};
+            if (pause.tv_nsec >= 1000000000L) {
+                pause.tv_sec = pause.tv_nsec / 1000000000L;
+                pause.tv_nsec %= 1000000000L;
+            }
+            nanosleep(&pause, NULL);
+            continue;
+        }
+        if (cc != CURLE_OK) {
+            rc = fail(c, BSO_ENET, "%s %s: %s", method, url, curl_easy_strerror(cc));
+        } else {
+            server_error(c, method, path);
+            rc = BSO_EHTTP;
+        }
+        break;
+    }
+    curl_slist_free_all(headers);
+    return rc;
+}
+
+/* Parses the last answer as a JSON object; NULL with an error set otherwise. */
+static json_t *answer(bso_client *c, const char *what)
+{
+    json_error_t err;
+    json_t *root = json_loads(bso_client_body(c), 0, &err);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        fail(c, BSO_EPARSE, "%s: the server's answer is not a JSON object: %s", what, err.text);
+        return NULL;
+    }
+    return root;
+}
+
+/* Escapes a job id for a query string. */
+static int query_id(bso_client *c, const char *prefix, const char *job_id, char *path, size_t cap)
+{
+    char *esc = curl_easy_escape(c->curl, job_id, 0);
+    if (!esc)
+        return fail(c, BSO_ENOMEM, "out of memory");
+    int n = snprintf(path, cap, "%s%s", prefix, esc);
+    curl_free(esc);
+    if (n < 0 || (size_t)n >= cap)
+        return fail(c, BSO_EINVAL, "job id too long");
+    return 0;
+}
+
+int bso_client_register(bso_client *c, const char *spec_json, char *job_id, bool *created)
+{
+    json_t *spec = json_loads(spec_json ? spec_json : "", 0, NULL);
+    if (!json_is_object(spec)) {
+        json_decref(spec);
+        return fail(c, BSO_EINVAL, "the job specification is not a JSON object");
+    }
+    /* With an explicit id, registering again is harmless: safe to retry. */
+    const bool has_id = json_is_string(json_object_get(spec, "job_id"));
+    json_decref(spec);
+    int rc = call(c, "POST", "/jobs", spec_json, has_id);
+    if (rc < 0)
+        return rc;
+    json_t *root = answer(c, "register");
+    if (!root)
+        return BSO_EPARSE;
+    const char *id = json_string_value(json_object_get(root, "job_id"));
+    if (!id || strlen(id) >= BSO_CLIENT_ID_MAX) {
+        json_decref(root);
+        return fail(c, BSO_EPARSE, "register: the answer has no usable job_id");
+    }
+    snprintf(job_id, BSO_CLIENT_ID_MAX, "%s", id);
+    *created = c->status == 201;
+    json_decref(root);
+    return 0;
+}
+
+int bso_client_next(bso_client *c, const char *job_id, int64_t *batch_size, int64_t *trial_number)
+{
+    char path[1024];
+    int rc = query_id(c, "/jobs/batch_size?job_id=", job_id, path, sizeof path);
+    if (rc < 0 || (rc = call(c, "GET", path, NULL, false)) < 0)
+        return rc;
+    json_t *root = answer(c, "next");
+    if (!root)
+        return BSO_EPARSE;
+    json_t *bs = json_object_get(root, "batch_size"), *tn = json_object_get(root, "trial_number");
+    if (!json_is_integer(bs) || !json_is_integer(tn)) {
+        json_decref(root);
+        return fail(c, BSO_EPARSE, "next: the answer has no batch_size/trial_number");
+    }
+    *batch_size = json_integer_value(bs);
+    *trial_number = json_integer_value(tn);
+    json_decref(root);
+    return 0;
+}
+
+/* The JSON body naming a trial, plus the report fields when rep is given. */
+static char *trial_body(const char *job_id, int64_t bs, int64_t number, const double *rep,
+                        int64_t epoch)
+{
+    json_t *o =
+        rep ? json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "job_id", job_id, "batch_size",
+                        (json_int_t)bs, "trial_number", (json_int_t)number, "time", rep[0],
+                        "energy", rep[1], "metric", rep[2], "current_epoch", (json_int_t)epoch)
+            : json_pack("{s:s, s:I, s:I}", "job_id", job_id, "batch_size", (json_int_t)bs,
+                        "trial_number", (json_int_t)number);
+    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    json_decref(o);
+    return text;
+}
+
+int bso_client_report(bso_client *c, const char *job_id, int64_t batch_size, int64_t trial_number,
+                      double time_s, double energy_j, double metric, int64_t epoch,
+                      struct bso_report_answer *out)
+{
+    const double rep[3] = {time_s, energy_j, metric};
+    char *body = trial_body(job_id, batch_size, trial_number, rep, epoch);
+    if (!body)
+        return fail(c, BSO_EINVAL, "report: numbers JSON cannot carry (NaN or infinity?)");
+    /* The server ignores repeats of a final report and stores nothing for others. */
+    int rc = call(c, "POST", "/report", body, true);
+    free(body);
+    if (rc < 0)
+        return rc;
+    json_t *root = answer(c, "report");
+    if (!root)
+        return BSO_EPARSE;
+    json_t *stop = json_object_get(root, "stop_train"), *conv = json_object_get(root, "converged");
+    if (!json_is_boolean(stop) || !json_is_boolean(conv)) {
+        json_decref(root);
+        return fail(c, BSO_EPARSE, "report: the answer has no stop_train/converged");
+    }
+    out->stop_train = json_is_true(stop);
+    out->converged = json_is_true(conv);
+    const char *msg = json_string_value(json_object_get(root, "message"));
+    snprintf(out->message, sizeof out->message, "%s", msg ? msg : "");
+    json_decref(root);
+    return 0;
+}
+
+int bso_client_end_trial(bso_client *c, const char *job_id, int64_t batch_size,
+                         int64_t trial_number)
+{
+    char *body = trial_body(job_id, batch_size, trial_number, NULL, 0);
+    if (!body)
+        return fail(c, BSO_ENOMEM, "out of memory");
+    int rc = call(c, "PATCH", "/trials", body, true);
+    free(body);
+    return rc;
+}
+
+int bso_client_delete(bso_client *c, const char *job_id)
+{
+    char path[1024];
+    int rc = query_id(c, "/jobs?job_id=", job_id, path, sizeof path);
+    return rc < 0 ? rc : call(c, "DELETE", path, NULL, true);
+}
+
+int bso_client_get(bso_client *c, const char *path)
+{
+    if (!path || path[0] != '/')
+        return fail(c, BSO_EINVAL, "the path must start with '/'");
+    return call(c, "GET", path, NULL, true);
+}
