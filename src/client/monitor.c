@@ -200,7 +200,8 @@ static int gpu_energy(bso_monitor *m, struct gpu *g, double t, double *j)
     return 0;
 }
 
-/* One sample of every power-integrated GPU (trapezoids) and of RAPL (to catch wraps). */
+/* One sample: power-integrated GPUs add a trapezoid; energy counters and RAPL are read so that
+ * a counter reset or wrap costs at most one period. Failures are left for end() to report. */
 static void sample(bso_monitor *m)
 {
     pthread_mutex_lock(&m->lock);
@@ -208,8 +209,13 @@ static void sample(bso_monitor *m)
     for (size_t i = 0; i < m->n_gpus; i++) {
         struct gpu *g = &m->gpus[i];
         unsigned mw;
+        double unused_j;
+        if (g->info.source == BSO_SOURCE_NVML_COUNTER) {
+            gpu_energy(m, g, t, &unused_j);
+            continue;
+        }
         if (g->info.source != BSO_SOURCE_NVML_POWER || m->nvml.power_usage(g->dev, &mw) != NVML_OK)
-            continue; /* a failed sample keeps the last power; end() reports lost devices */
+            continue;
         const double p = mw / 1000.0;
         g->integral_j += (g->last_power_w + p) / 2.0 * (t - g->last_t);
         g->last_power_w = p;
@@ -304,7 +310,7 @@ int bso_monitor_new(const struct bso_monitor_options *opt_in, bso_monitor **out,
                   opt.cpu ? rapl_why : "CPU measurement off");
     bool needs_sampler = m->have_rapl;
     for (size_t i = 0; i < m->n_gpus; i++)
-        needs_sampler |= m->gpus[i].info.source == BSO_SOURCE_NVML_POWER;
+        needs_sampler |= m->gpus[i].info.source != BSO_SOURCE_NONE;
     if (rc == 0 && needs_sampler) {
         if (pthread_create(&m->sampler, NULL, sampler_main, m) != 0)
             rc = fail(m, BSO_ENOMEM, "cannot start the power sampling thread");
