@@ -51,11 +51,11 @@ static long elapsed_ms(void)
     return (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
 }
 
-static void parse_gpu(char *p, struct fake_gpu *g)
+static void parse_gpu(char *p, struct fake_gpu *g, unsigned index)
 {
     memset(g, 0, sizeof(*g));
     snprintf(g->name, sizeof g->name, "Fake GPU");
-    snprintf(g->uuid, sizeof g->uuid, "GPU-fake-%u", n_gpus);
+    snprintf(g->uuid, sizeof g->uuid, "GPU-fake-%u", index);
     g->max_mw = 300000;
     g->limit_mw = 250000;
     g->power_mw = 200000;
@@ -118,8 +118,10 @@ EXPORT int nvmlInit_v2(void)
             *hash = '\0';
         if (!strncmp(line, "init ", 5))
             init_rc = atoi(line + 5);
-        else if (!strncmp(line, "gpu", 3) && n_gpus < MAX)
-            parse_gpu(line + 3, &gpus[n_gpus++]);
+        else if (!strncmp(line, "gpu", 3) && n_gpus < MAX) {
+            parse_gpu(line + 3, &gpus[n_gpus], n_gpus);
+            n_gpus++;
+        }
     }
     fclose(f);
     return init_rc;

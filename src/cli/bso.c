@@ -1,0 +1,611 @@
+/*
+ * bso: the command line for a BSO server and for the energy monitor. One row of `commands` per
+ * subcommand; `bso help` or `bso CMD --help` explains each. The server comes from --server or
+ * BSO_SERVER_URL (default http://127.0.0.1:8000). --json prints the server's JSON as it is.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bso/client.h"
+#include "bso/monitor.h"
+
+struct ctx {
+    const char *server;
+    bool json;
+    int argc; /* the subcommand's own arguments */
+    char **argv;
+};
+
+struct command {
+    const char *name;
+    const char *args;
+    const char *help;
+    int (*run)(struct ctx *c);
+};
+
+static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bso: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static bso_client *connect_client(struct ctx *c)
+{
+    bso_client *cl;
+    if (bso_client_new(c->server, &cl) < 0) {
+        die("cannot create a client for '%s'", c->server);
+        return NULL;
+    }
+    return cl;
+}
+
+/* Finishes a client call: prints the error and returns 1, or 0. */
+static int check(bso_client *cl, int rc)
+{
+    if (rc == 0)
+        return 0;
+    die("%s", bso_client_errmsg(cl));
+    return 1;
+}
+
+static int parse_i64(const char *s, const char *what, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno)
+        return die("%s must be an integer, not '%s'", what, s), -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_f64(const char *s, const char *what, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (*s == '\0' || *end != '\0' || !isfinite(v))
+        return die("%s must be a number, not '%s'", what, s), -1;
+    *out = v;
+    return 0;
+}
+
+static int need_args(struct ctx *c, int n, const char *usage)
+{
+    if (c->argc == n)
+        return 0;
+    die("expected %s", usage);
+    return -1;
+}
+
+/* Prints the body of the last answer as JSON. */
+static void print_body(bso_client *cl)
+{
+    json_t *root = json_loads(bso_client_body(cl), 0, NULL);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    puts(text ? text : bso_client_body(cl));
+    free(text);
+    json_decref(root);
+}
+
+static const char *str(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "-";
+}
+
+/* A number with that many decimals, or "-" for null. */
+static void fmt_num(char *buf, size_t cap, json_t *v, int decimals)
+{
+    if (json_is_number(v))
+        snprintf(buf, cap, "%.*f", decimals, json_number_value(v));
+    else
+        snprintf(buf, cap, "-");
+}
+
+static int cmd_jobs(struct ctx *c)
+{
+    if (need_args(c, 0, "no arguments") < 0)
+        return 2;
+    bso_client *cl = connect_client(c);
+    if (!cl)
+        return 1;
+    char path[512] = "/jobs?limit=1000";
+    int status = 0;
+    bool header = false;
+    for (;;) {
+        if ((status = check(cl, bso_client_get(cl, path))))
+            break;
+        if (c->json) {
+            print_body(cl);
+            break;
+        }
+        json_t *root = json_loads(bso_client_body(cl), 0, NULL);
+        json_t *jobs = json_object_get(root, "jobs"), *j;
+        size_t i;
+        if (!header) {
+            printf("%-32s %-8s %7s %14s %10s  %s\n", "JOB", "STAGE", "TRIALS", "MIN COST",
+                   "BEST BS", "GPU");
+            header = true;
+        }
+        json_array_foreach(jobs, i, j)
+        {
+            char cost[32];
+            fmt_num(cost, sizeof cost, json_object_get(j, "min_cost"), 1);
+            printf("%-32s %-8s %7" PRId64 " %14s %10" PRId64 "  %s\n", str(j, "job_id"),
+                   str(j, "stage"), (int64_t)json_integer_value(json_object_get(j, "trials")), cost,
+                   (int64_t)json_integer_value(json_object_get(j, "min_cost_batch_size")),
+                   str(j, "gpu_model"));
+        }
+        const char *next = json_string_value(json_object_get(root, "next_after"));
+        if (next) {
+            char *esc = strdup(next);
+            snprintf(path, sizeof path, "/jobs?limit=1000&after=%s", esc);
+            free(esc);
+        }
+        json_decref(root);
+        if (!next)
+            break;
+    }
+    bso_client_free(cl);
+    return status;
+}
+
+static int cmd_show(struct ctx *c)
+{
+    if (need_args(c, 1, "JOB") < 0)
+        return 2;
+    bso_client *cl = connect_client(c);
+    if (!cl)
+        return 1;
+    char path[600];
+    snprintf(path, sizeof path, "/jobs/%s", c->argv[0]);
+    int status = check(cl, bso_client_get(cl, path));
+    if (status == 0 && c->json)
+        print_body(cl);
+    if (status || c->json) {
+        bso_client_free(cl);
+        return status;
+    }
+    json_t *job = json_loads(bso_client_body(cl), 0, NULL);
+    json_t *trials = json_object_get(job, "trials");
+    char cost[32];
+    fmt_num(cost, sizeof cost, json_object_get(job, "min_cost"), 1);
+    printf("job      %s\nstage    %s\ntrials   %" PRId64 " (%" PRId64 " succeeded, %" PRId64
+           " failed, %" PRId64 " running)\nmin cost %s at batch size %" PRId64 "\n",
+           str(job, "job_id"), str(job, "stage"),
+           (int64_t)json_integer_value(json_object_get(trials, "total")),
+           (int64_t)json_integer_value(json_object_get(trials, "succeeded")),
+           (int64_t)json_integer_value(json_object_get(trials, "failed")),
+           (int64_t)json_integer_value(json_object_get(trials, "dispatched")), cost,
+           (int64_t)json_integer_value(json_object_get(job, "min_cost_batch_size")));
+    json_t *arms = json_object_get(job, "arms"), *a;
+    size_t i;
+    int64_t best = -1;
+    double best_cost = INFINITY;
+    if (json_array_size(arms) > 0) {
+        printf("\n%10s %6s %14s %14s\n", "BATCH SIZE", "OBS", "MEAN COST", "POSTERIOR SD");
+        json_array_foreach(arms, i, a)
+        {
+            double mean_cost = json_number_value(json_object_get(a, "mean_cost"));
+            json_t *prec = json_object_get(a, "param_precision");
+            char sd[32];
+            if (json_is_number(prec))
+                snprintf(sd, sizeof sd, "%.1f", 1.0 / sqrt(json_number_value(prec)));
+            else
+                snprintf(sd, sizeof sd, "0 (exact)");
+            int64_t bs = json_integer_value(json_object_get(a, "batch_size"));
+            printf("%10" PRId64 " %6" PRId64 " %14.1f %14s\n", bs,
+                   (int64_t)json_integer_value(json_object_get(a, "num_observations")), mean_cost,
+                   sd);
+            if (mean_cost < best_cost) {
+                best_cost = mean_cost;
+                best = bs;
+            }
+        }
+        printf("\nbest batch size so far: %" PRId64 " (lowest mean cost %.1f)\n", best, best_cost);
+    } else {
+        printf("\nbest batch size so far: %" PRId64 " (pruning: the cheapest result)\n",
+               (int64_t)json_integer_value(json_object_get(job, "min_cost_batch_size")));
+    }
+    json_decref(job);
+    bso_client_free(cl);
+    return 0;
+}
+
+static int cmd_trials(struct ctx *c)
+{
+    if (need_args(c, 1, "JOB") < 0)
+        return 2;
+    bso_client *cl = connect_client(c);
+    if (!cl)
+        return 1;
+    int64_t after = 0;
+    int status = 0;
+    if (!c->json)
+        printf("%6s %10s %-12s %-10s %10s %12s %12s %s\n", "TRIAL", "BATCH", "TYPE", "STATUS",
+               "TIME (s)", "ENERGY (J)", "COST", "CONVERGED");
+    for (;;) {
+        char path[700];
+        snprintf(path, sizeof path, "/jobs/%s/trials?limit=1000&after=%" PRId64, c->argv[0], after);
+        if ((status = check(cl, bso_client_get(cl, path))))
+            break;
+        if (c->json) {
+            print_body(cl);
+            break;
+        }
+        json_t *root = json_loads(bso_client_body(cl), 0, NULL);
+        json_t *t;
+        size_t i;
+        json_array_foreach(json_object_get(root, "trials"), i, t)
+        {
+            char tm[32], en[32], co[32];
+            fmt_num(tm, sizeof tm, json_object_get(t, "time"), 2);
+            fmt_num(en, sizeof en, json_object_get(t, "energy"), 1);
+            fmt_num(co, sizeof co, json_object_get(t, "cost"), 1);
+            json_t *conv = json_object_get(t, "converged");
+            printf("%6" PRId64 " %10" PRId64 " %-12s %-10s %10s %12s %12s %s\n",
+                   (int64_t)json_integer_value(json_object_get(t, "trial_number")),
+                   (int64_t)json_integer_value(json_object_get(t, "batch_size")), str(t, "type"),
+                   str(t, "status"), tm, en, co,
+                   json_is_boolean(conv) ? (json_is_true(conv) ? "yes" : "no") : "-");
+        }
+        json_t *next = json_object_get(root, "next_after");
+        after = json_is_integer(next) ? json_integer_value(next) : -1;
+        json_decref(root);
+        if (after < 0)
+            break;
+    }
+    bso_client_free(cl);
+    return status;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (len + 1 == cap) {
+            char *g = cap < (1u << 24) ? realloc(buf, cap * 2) : NULL;
+            if (!g) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = g;
+            cap *= 2;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    if (buf)
+        buf[len] = '\0';
+    return buf;
+}
+
+static int cmd_register(struct ctx *c)
+{
+    if (need_args(c, 1, "SPEC.json (or - for standard input)") < 0)
+        return 2;
+    char *spec = read_file(c->argv[0]);
+    if (!spec)
+        return die("cannot read %s: %s", c->argv[0], strerror(errno));
+    bso_client *cl = connect_client(c);
+    if (!cl) {
+        free(spec);
+        return 1;
+    }
+    char id[BSO_CLIENT_ID_MAX];
+    bool created;
+    int status = check(cl, bso_client_register(cl, spec, id, &created));
+    if (status == 0) {
+        if (c->json)
+            print_body(cl);
+        else
+            printf("%s %s\n", id, created ? "registered" : "already registered, same spec");
+    }
+    free(spec);
+    bso_client_free(cl);
+    return status;
+}
+
+static int cmd_next(struct ctx *c)
+{
+    if (need_args(c, 1, "JOB") < 0)
+        return 2;
+    bso_client *cl = connect_client(c);
+    if (!cl)
+        return 1;
+    int64_t bs, n;
+    int status = check(cl, bso_client_next(cl, c->argv[0], &bs, &n));
+    if (status == 0) {
+        if (c->json)
+            print_body(cl);
+        else
+            printf("batch size %" PRId64 " (trial %" PRId64 ")\n", bs, n);
+    }
+    bso_client_free(cl);
+    return status;
+}
+
+static int cmd_report(struct ctx *c)
+{
+    const char *usage = "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH";
+    if (need_args(c, 7, usage) < 0)
+        return 2;
+    int64_t bs, n, epoch;
+    double t, e, metric;
+    if (parse_i64(c->argv[1], "BATCH_SIZE", &bs) < 0 || parse_i64(c->argv[2], "TRIAL", &n) < 0 ||
+        parse_f64(c->argv[3], "TIME_S", &t) < 0 || parse_f64(c->argv[4], "ENERGY_J", &e) < 0 ||
+        parse_f64(c->argv[5], "METRIC", &metric) < 0 || parse_i64(c->argv[6], "EPOCH", &epoch) < 0)
+        return 2;
+    bso_client *cl = connect_client(c);
+    if (!cl)
+        return 1;
+    struct bso_report_answer a;
+    int status = check(cl, bso_client_report(cl, c->argv[0], bs, n, t, e, metric, epoch, &a));
+    if (status == 0) {
+        if (c->json)
+            print_body(cl);
+        else
+            printf("%s%s\n",
+                   a.stop_train ? (a.converged ? "stop: converged. " : "stop: failed. ")
+                                : "continue. ",
+                   a.message);
+    }
+    bso_client_free(cl);
+    return status;
+}
+
+static int cmd_end(struct ctx *c)
+{
+    if (need_args(c, 3, "JOB BATCH_SIZE TRIAL") < 0)
+        return 2;
+    int64_t bs, n;
+    if (parse_i64(c->argv[1], "BATCH_SIZE", &bs) < 0 || parse_i64(c->argv[2], "TRIAL", &n) < 0)
+        return 2;
+    bso_client *cl = connect_client(c);
+    if (!cl)
+        return 1;
+    int status = check(cl, bso_client_end_trial(cl, c->argv[0], bs, n));
+    if (status == 0 && !c->json)
+        printf("trial %" PRId64 " ended\n", n);
+    else if (status == 0)
+        puts("null");
+    bso_client_free(cl);
+    return status;
+}
+
+static int cmd_delete(struct ctx *c)
+{
+    if (need_args(c, 1, "JOB") < 0)
+        return 2;
+    bso_client *cl = connect_client(c);
+    if (!cl)
+        return 1;
+    int status = check(cl, bso_client_delete(cl, c->argv[0]));
+    if (status == 0)
+        puts(c->json ? "null" : "deleted");
+    bso_client_free(cl);
+    return status;
+}
+
+static int open_monitor(bso_monitor **m)
+{
+    char err[512];
+    if (bso_monitor_new(NULL, m, err, sizeof err) < 0)
+        return die("%s", err);
+    return 0;
+}
+
+static int cmd_gpus(struct ctx *c)
+{
+    if (need_args(c, 0, "no arguments") < 0)
+        return 2;
+    bso_monitor *m;
+    if (open_monitor(&m))
+        return 1;
+    size_t n = bso_monitor_gpu_count(m);
+    if (c->json) {
+        json_t *gpus = json_array();
+        for (size_t i = 0; i < n; i++) {
+            struct bso_gpu_info g;
+            bso_monitor_gpu(m, i, &g);
+            json_array_append_new(gpus,
+                                  json_pack("{s:i, s:s, s:s, s:f, s:f, s:s}", "index", g.index,
+                                            "name", g.name, "uuid", g.uuid, "max_power_limit_w",
+                                            g.max_power_limit_w, "power_limit_w", g.power_limit_w,
+                                            "source", bso_energy_source_name(g.source)));
+        }
+        json_t *o = json_pack("{s:o, s:f, s:s, s:s}", "gpus", gpus, "max_power_w",
+                              bso_monitor_max_power_w(m), "source",
+                              bso_energy_source_name(bso_monitor_source(m)), "cpu_source",
+                              bso_energy_source_name(bso_monitor_cpu_source(m)));
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        puts(text);
+        free(text);
+        json_decref(o);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            struct bso_gpu_info g;
+            bso_monitor_gpu(m, i, &g);
+            printf("GPU %d  %s  %s  max power %.0f W (limit now %.0f W)  energy from %s\n", g.index,
+                   g.name, g.uuid, g.max_power_limit_w, g.power_limit_w,
+                   bso_energy_source_name(g.source));
+        }
+        if (n == 0)
+            printf("no NVIDIA GPU visible\n");
+        printf("job max_power %.0f W; energy will come from %s; CPU energy from %s\n",
+               bso_monitor_max_power_w(m), bso_energy_source_name(bso_monitor_source(m)),
+               bso_energy_source_name(bso_monitor_cpu_source(m)));
+    }
+    bso_monitor_free(m);
+    return 0;
+}
+
+static int cmd_measure(struct ctx *c)
+{
+    if (c->argc < 1)
+        return die("expected -- CMD [ARGS...]"), 2;
+    bso_monitor *m;
+    if (open_monitor(&m))
+        return 1;
+    if (bso_monitor_begin(m, "measure") < 0) {
+        die("%s", bso_monitor_errmsg(m));
+        bso_monitor_free(m);
+        return 1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp(c->argv[0], c->argv);
+        fprintf(stderr, "bso: cannot run %s: %s\n", c->argv[0], strerror(errno));
+        _exit(127);
+    }
+    int wstatus = 0;
+    /* The command gets the terminal's signals; we wait for it either way. */
+    signal(SIGINT, SIG_IGN);
+    while (pid > 0 && waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+    struct bso_measurement w;
+    int rc = bso_monitor_end(m, "measure", &w);
+    if (rc < 0) {
+        die("%s", bso_monitor_errmsg(m));
+        bso_monitor_free(m);
+        return 1;
+    }
+    if (c->json) {
+        json_t *gpu = json_array();
+        for (size_t i = 0; i < w.n_gpus; i++)
+            json_array_append_new(gpu,
+                                  json_pack("{s:f, s:s}", "energy_j", w.gpu_energy_j[i], "source",
+                                            bso_energy_source_name(w.gpu_source[i])));
+        json_t *o = json_pack("{s:f, s:f, s:s, s:b, s:o, s:f, s:s}", "time_s", w.time_s, "energy_j",
+                              w.total_energy_j, "source", bso_energy_source_name(w.source),
+                              "estimated", w.estimated, "gpus", gpu, "cpu_energy_j", w.cpu_energy_j,
+                              "cpu_source", bso_energy_source_name(w.cpu_source));
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        fprintf(stderr, "%s\n", text);
+        free(text);
+        json_decref(o);
+    } else {
+        fprintf(stderr, "bso: %.3f s, %.1f J (%s)\n", w.time_s, w.total_energy_j,
+                w.estimated ? "estimate: declared power x time" : bso_energy_source_name(w.source));
+    }
+    bso_monitor_free(m);
+    if (WIFEXITED(wstatus))
+        return WEXITSTATUS(wstatus);
+    return 128 + (WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0);
+}
+
+static int cmd_help(struct ctx *c);
+
+static const struct command commands[] = {
+    {"jobs", "", "list the server's jobs", cmd_jobs},
+    {"show", "JOB", "a job's stage, best batch size so far, and arms", cmd_show},
+    {"trials", "JOB", "every trial of a job", cmd_trials},
+    {"register", "SPEC.json", "register a job from a JSON spec (- reads standard input)",
+     cmd_register},
+    {"next", "JOB", "ask for the batch size of a new trial", cmd_next},
+    {"report", "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH",
+     "report a trial's cumulative time and energy after an evaluation", cmd_report},
+    {"end", "JOB BATCH_SIZE TRIAL", "end a trial that will not report", cmd_end},
+    {"delete", "JOB", "delete a job and its history", cmd_delete},
+    {"gpus", "", "the GPUs the monitor sees and where energy will come from", cmd_gpus},
+    {"measure", "-- CMD [ARGS...]", "run a command and print its time and energy (to stderr)",
+     cmd_measure},
+    {"help", "[CMD]", "this text", cmd_help},
+};
+#define N_COMMANDS (sizeof commands / sizeof *commands)
+
+static void usage_of(const struct command *cmd, FILE *f)
+{
+    fprintf(f, "usage: bso [--server URL] [--json] %s %s\n  %s\n", cmd->name, cmd->args, cmd->help);
+}
+
+static int cmd_help(struct ctx *c)
+{
+    if (c->argc == 1) {
+        for (size_t i = 0; i < N_COMMANDS; i++)
+            if (strcmp(commands[i].name, c->argv[0]) == 0) {
+                usage_of(&commands[i], stdout);
+                return 0;
+            }
+        return die("no command '%s' (see bso help)", c->argv[0]), 2;
+    }
+    printf("usage: bso [--server URL] [--json] COMMAND [ARGS...]\n\n"
+           "The command line of BSO, the batch size optimizer for recurring training jobs.\n"
+           "The server is --server, or BSO_SERVER_URL, or http://127.0.0.1:8000.\n\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        printf("  %-9s %-52s %s\n", commands[i].name, commands[i].args, commands[i].help);
+    printf("\n`bso COMMAND --help` explains one command.\n");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct ctx c = {.server = getenv("BSO_SERVER_URL")};
+    if (!c.server || !*c.server)
+        c.server = "http://127.0.0.1:8000";
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-' && argv[i][2]; i++) {
+        if (strcmp(argv[i], "--json") == 0) {
+            c.json = true;
+        } else if (strcmp(argv[i], "--server") == 0 && i + 1 < argc) {
+            c.server = argv[++i];
+        } else if (strncmp(argv[i], "--server=", 9) == 0) {
+            c.server = argv[i] + 9;
+        } else if (strcmp(argv[i], "--help") == 0) {
+            c.argc = 0;
+            return cmd_help(&c);
+        } else {
+            return die("unknown option '%s' (see bso help)", argv[i]), 2;
+        }
+    }
+    if (i >= argc) {
+        cmd_help(&c);
+        return 2;
+    }
+    const struct command *cmd = NULL;
+    for (size_t k = 0; k < N_COMMANDS; k++)
+        if (strcmp(commands[k].name, argv[i]) == 0)
+            cmd = &commands[k];
+    if (!cmd)
+        return die("no command '%s' (see bso help)", argv[i]), 2;
+    c.argc = argc - i - 1;
+    c.argv = argv + i + 1;
+    for (int k = 0; k < c.argc; k++) {
+        if (strcmp(c.argv[k], "--") == 0) { /* measure: everything after -- is the command */
+            c.argv += k + 1;
+            c.argc -= k + 1;
+            break;
+        }
+        if (strcmp(c.argv[k], "--help") == 0) {
+            usage_of(cmd, stdout);
+            return 0;
+        }
+        if (strcmp(c.argv[k], "--json") == 0) { /* accepted after the command too */
+            c.json = true;
+            memmove(&c.argv[k], &c.argv[k + 1], (size_t)(c.argc - k - 1) * sizeof(char *));
+            c.argc--;
+            k--;
+        }
+    }
+    return cmd->run(&c);
+}
