@@ -115,7 +115,7 @@ static void test_golden_across_restarts(void **state)
     assert_int_equal(bso_session_count_trials(s, id, counts), 0);
     assert_int_equal(counts[BSO_TRIAL_SUCCEEDED], 51);
     bso_session_release(s);
-    assert_int_equal(bso_store_schema_version(st), 1);
+    assert_int_equal(bso_store_schema_version(st), 2);
     bso_store_close(st);
 }
 
@@ -230,7 +230,7 @@ static void test_open_errors_and_migrations(void **state)
         bso_store_open("sqlite:////nonexistent-dir/x/y.db", NULL, &st, err, sizeof err), BSO_EIO);
     const char *sql = bso_store_migrations_sql("sqlite:///x.db");
     assert_non_null(strstr(sql, "CREATE TABLE job"));
-    assert_non_null(strstr(sql, "PRAGMA user_version = 1"));
+    assert_non_null(strstr(sql, "PRAGMA user_version = 2"));
     assert_null(bso_store_migrations_sql("nope://"));
     /* Zeus's async URL works. */
     char zeus[160];
@@ -249,6 +249,49 @@ static void test_open_errors_and_migrations(void **state)
     assert_non_null(strstr(err, "newer"));
 }
 
+/* A database written by schema version 1 (no energy_source) is upgraded in place on open, and
+ * keeps its jobs and trials. */
+static void test_upgrade_from_version_1(void **state)
+{
+    (void)state;
+    char u[200], path[160];
+    snprintf(path, sizeof path, "%s/old.db", dir);
+    snprintf(u, sizeof u, "sqlite:///%s", path);
+    struct bso_store *st = open_store(u);
+    struct bso_session *s = session(st);
+    struct bso_job_spec spec;
+    struct bso_spec_errors errs = {0};
+    char msg[BSO_SVC_MSG_MAX];
+    bool created, sw;
+    fake_job_spec(&spec);
+    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
+    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    struct bso_trial t;
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, msg), 0);
+    bso_session_release(s);
+    bso_store_close(st);
+    /* Turn it back into a version-1 database. */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "ALTER TABLE trial DROP COLUMN energy_source; "
+                                  "PRAGMA user_version = 1",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    st = open_store(u);
+    assert_int_equal(bso_store_schema_version(st), 2);
+    s = session(st);
+    struct bso_report r = {
+        .time = 1, .energy = 2, .metric = 0.9, .current_epoch = 1, .energy_source = "rapl"};
+    struct bso_decision d;
+    struct bso_trial_key key = {spec.job_id, t.batch_size, t.number};
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), 0);
+    assert_true(d.converged);
+    bso_session_release(s);
+    bso_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_register_and_messages),
         cmocka_unit_test(test_failed_request_changes_nothing),
         cmocka_unit_test(test_open_errors_and_migrations),
+        cmocka_unit_test(test_upgrade_from_version_1),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

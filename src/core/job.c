@@ -234,6 +234,8 @@ int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bs
     trial->status = BSO_TRIAL_SUCCEEDED;
     trial->time = rep->time;
     trial->energy = rep->energy;
+    snprintf(trial->energy_source, sizeof trial->energy_source, "%s",
+             rep->energy_source ? rep->energy_source : "");
     trial->converged = out->converged;
     sync_kept(job, trial);
     *changed |= BSO_CHANGED_TRIAL;

@@ -17,6 +17,8 @@ struct bso_report {
     double energy; /* J, all of the job's GPUs */
     double metric;
     int64_t current_epoch; /* 1-based count of evaluations */
+    const char
+        *energy_source; /* where the energy figure came from ("nvml-counter", ...), or NULL */
 };
 
 struct bso_decision {

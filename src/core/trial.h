@@ -29,6 +29,7 @@ struct bso_trial {
     double time;
     double energy;
     bool converged;
+    char energy_source[16]; /* the client's label for the energy figure; "" when not given */
 };
 
 const char *bso_stage_name(enum bso_stage s);

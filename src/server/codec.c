@@ -542,6 +542,21 @@ int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
         r->current_epoch < 0)
         constraint(ds, "current_epoch", "value_error.number.not_ge", 0,
                    "ensure this value is greater than or equal to 0");
+    /* BSO's optional label of the energy figure (Zeus's client sends none). */
+    char num[32];
+    const char *text;
+    size_t n;
+    if ((v = field(&c, root, "energy_source", false)) && !json_is_null(v) &&
+        to_str(&c, v, num, &text, &n)) {
+        if (n == 0 || n >= sizeof req->energy_source ||
+            strspn(text, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+            bso_details_add(ds, "body", "energy_source", -1, "value_error",
+                            "energy_source must be 1 to 15 characters of a-z, 0-9 and '-'");
+        else {
+            memcpy(req->energy_source, text, n + 1);
+            r->energy_source = req->energy_source;
+        }
+    }
     json_decref(root);
     return ds->n == 0 ? 0 : BSO_EINVAL;
 }

@@ -51,6 +51,7 @@ struct bso_report_req {
     int64_t batch_size;
     int64_t trial_number;
     struct bso_report report; /* unused for PATCH /trials */
+    char energy_source[16];   /* report.energy_source points here when given */
 };
 
 int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,

@@ -462,6 +462,11 @@ static int trial_row(void *ctx, const struct bso_trial_row *r)
         jb_null(c->b);
     jb_key(c->b, "converged");
     done ? jb_bool(c->b, t->converged) : jb_null(c->b);
+    jb_key(c->b, "energy_source");
+    if (t->energy_source[0])
+        jb_str(c->b, t->energy_source);
+    else
+        jb_null(c->b);
     jb_end(c->b);
     c->rows++;
     c->last_number = t->number;

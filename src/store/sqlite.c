@@ -68,6 +68,8 @@ static const char *const migrations[] = {
     "  recent TEXT NOT NULL,                 -- JSON [[trial_number, reward], ...]\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ") WITHOUT ROWID;\n",
+    /* 2: where each trial's energy figure came from, as the client labelled it */
+    "ALTER TABLE trial ADD COLUMN energy_source TEXT;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -115,9 +117,10 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_TRIAL] =
         "INSERT INTO trial (job_id, trial_number, batch_size, type, status, start_timestamp)"
         " VALUES (?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-    [ST_UPDATE_TRIAL] = "UPDATE trial SET status = ?3, time = ?4, energy = ?5, converged = ?6,"
-                        " end_timestamp = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
-                        " WHERE job_id = ?1 AND trial_number = ?2",
+    [ST_UPDATE_TRIAL] =
+        "UPDATE trial SET status = ?3, time = ?4, energy = ?5, converged = ?6, energy_source = ?7,"
+        " end_timestamp = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+        " WHERE job_id = ?1 AND trial_number = ?2",
     [ST_INSERT_ARM] = "INSERT INTO arm (job_id, batch_size, param_mean, param_precision,"
                       " reward_precision, num_observations, n_results, recent)"
                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -132,7 +135,7 @@ static const char *const stmt_sql[ST_COUNT] = {
                      " min_cost_batch_size, created_at FROM job WHERE job_id > ?1"
                      " ORDER BY job_id LIMIT ?2",
     [ST_LIST_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged,"
-                       " start_timestamp, end_timestamp FROM trial WHERE job_id = ?1"
+                       " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = ?1"
                        " AND trial_number > ?2 ORDER BY trial_number LIMIT ?3",
     [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = ?1 GROUP BY status",
 };
@@ -698,6 +701,8 @@ static int write_trial(struct bso_session *s, const char *job_id, const struct b
             sqlite3_bind_double(st, 4, t->time);
             sqlite3_bind_double(st, 5, t->energy);
             sqlite3_bind_int(st, 6, t->converged);
+            if (t->energy_source[0])
+                bind_text(st, 7, t->energy_source);
         }
     }
     return step_done(s, st, is_new ? "insert trial" : "update trial");
@@ -826,6 +831,7 @@ static int be_list_trials(struct bso_session *s, const char *job_id, int64_t aft
         read_trial(st, &r.trial);
         snprintf(r.start_timestamp, sizeof r.start_timestamp, "%s", col_text(st, 7));
         snprintf(r.end_timestamp, sizeof r.end_timestamp, "%s", col_text(st, 8));
+        snprintf(r.trial.energy_source, sizeof r.trial.energy_source, "%s", col_text(st, 9));
         cb = fn(ctx, &r);
     }
     sqlite3_reset(st);
