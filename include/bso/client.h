@@ -57,10 +57,12 @@ struct bso_report_answer {
     char message[BSO_CLIENT_MSG_MAX];
 };
 
-/* Reports cumulative time (s) and energy (J) and the metric after `epoch` evaluations. */
+/* Reports cumulative time (s) and energy (J) and the metric after `epoch` evaluations.
+ * energy_source labels the energy figure ("nvml-counter", "rapl", "estimate"...; NULL: none). */
 BSO_API int bso_client_report(bso_client *c, const char *job_id, int64_t batch_size,
                               int64_t trial_number, double time_s, double energy_j, double metric,
-                              int64_t epoch, struct bso_report_answer *out);
+                              int64_t epoch, const char *energy_source,
+                              struct bso_report_answer *out);
 
 /* Ends a trial that will not report (its run failed). */
 BSO_API int bso_client_end_trial(bso_client *c, const char *job_id, int64_t batch_size,

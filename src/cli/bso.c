@@ -347,9 +347,8 @@ static int cmd_next(struct ctx *c)
 
 static int cmd_report(struct ctx *c)
 {
-    const char *usage = "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH";
-    if (need_args(c, 7, usage) < 0)
-        return 2;
+    if (c->argc != 7 && c->argc != 8)
+        return die("expected JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE]"), 2;
     int64_t bs, n, epoch;
     double t, e, metric;
     if (parse_i64(c->argv[1], "BATCH_SIZE", &bs) < 0 || parse_i64(c->argv[2], "TRIAL", &n) < 0 ||
@@ -360,7 +359,9 @@ static int cmd_report(struct ctx *c)
     if (!cl)
         return 1;
     struct bso_report_answer a;
-    int status = check(cl, bso_client_report(cl, c->argv[0], bs, n, t, e, metric, epoch, &a));
+    const char *source = c->argc == 8 ? c->argv[7] : NULL;
+    int status =
+        check(cl, bso_client_report(cl, c->argv[0], bs, n, t, e, metric, epoch, source, &a));
     if (status == 0) {
         if (c->json)
             print_body(cl);
@@ -523,7 +524,7 @@ static const struct command commands[] = {
     {"register", "SPEC.json", "register a job from a JSON spec (- reads standard input)",
      cmd_register},
     {"next", "JOB", "ask for the batch size of a new trial", cmd_next},
-    {"report", "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH",
+    {"report", "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE]",
      "report a trial's cumulative time and energy after an evaluation", cmd_report},
     {"end", "JOB BATCH_SIZE TRIAL", "end a trial that will not report", cmd_end},
     {"delete", "JOB", "delete a job and its history", cmd_delete},

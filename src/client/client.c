@@ -307,7 +307,7 @@ int bso_client_next(bso_client *c, const char *job_id, int64_t *batch_size, int6
 
 /* The JSON body naming a trial, plus the report fields when rep is given. */
 static char *trial_body(const char *job_id, int64_t bs, int64_t number, const double *rep,
-                        int64_t epoch)
+                        int64_t epoch, const char *energy_source)
 {
     json_t *o =
         rep ? json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "job_id", job_id, "batch_size",
@@ -315,6 +315,8 @@ static char *trial_body(const char *job_id, int64_t bs, int64_t number, const do
                         "energy", rep[1], "metric", rep[2], "current_epoch", (json_int_t)epoch)
             : json_pack("{s:s, s:I, s:I}", "job_id", job_id, "batch_size", (json_int_t)bs,
                         "trial_number", (json_int_t)number);
+    if (o && energy_source)
+        json_object_set_new(o, "energy_source", json_string(energy_source));
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(o);
     return text;
@@ -322,10 +324,10 @@ static char *trial_body(const char *job_id, int64_t bs, int64_t number, const do
 
 int bso_client_report(bso_client *c, const char *job_id, int64_t batch_size, int64_t trial_number,
                       double time_s, double energy_j, double metric, int64_t epoch,
-                      struct bso_report_answer *out)
+                      const char *energy_source, struct bso_report_answer *out)
 {
     const double rep[3] = {time_s, energy_j, metric};
-    char *body = trial_body(job_id, batch_size, trial_number, rep, epoch);
+    char *body = trial_body(job_id, batch_size, trial_number, rep, epoch, energy_source);
     if (!body)
         return fail(c, BSO_EINVAL, "report: numbers JSON cannot carry (NaN or infinity?)");
     /* The server ignores repeats of a final report and stores nothing for others. */
@@ -352,7 +354,7 @@ int bso_client_report(bso_client *c, const char *job_id, int64_t batch_size, int
 int bso_client_end_trial(bso_client *c, const char *job_id, int64_t batch_size,
                          int64_t trial_number)
 {
-    char *body = trial_body(job_id, batch_size, trial_number, NULL, 0);
+    char *body = trial_body(job_id, batch_size, trial_number, NULL, 0, NULL);
     if (!body)
         return fail(c, BSO_ENOMEM, "out of memory");
     int rc = call(c, "PATCH", "/trials", body, true);

@@ -1,0 +1,22 @@
+"""BSO: the batch size optimizer for recurring training jobs. Python client over libbso.
+
+Zeus users: `from bso import BatchSizeOptimizer, JobSpec, EnergyMonitor` replaces
+`from zeus...batch_size import BatchSizeOptimizer, JobSpec` and `ZeusMonitor`.
+"""
+from .client import Client
+from .exceptions import (BSOBadOperationError, BSOConfigError, BSOError, BSOOperationOrderError,
+                         BSORuntimeError, BSOTrainFailError, ZeusBSOBadOperationError,
+                         ZeusBSOConfigError, ZeusBSOOperationOrderError, ZeusBSORuntimError,
+                         ZeusBSOTrainFailError)
+from .monitor import EnergyMonitor, Measurement
+from .optimizer import BatchSizeOptimizer
+from .spec import JobSpec
+
+ZeusMonitor = EnergyMonitor
+
+__all__ = ["BatchSizeOptimizer", "Client", "EnergyMonitor", "JobSpec", "Measurement",
+           "ZeusMonitor", "BSOError", "BSORuntimeError", "BSOTrainFailError", "BSOConfigError",
+           "BSOOperationOrderError", "BSOBadOperationError", "ZeusBSORuntimError",
+           "ZeusBSOTrainFailError", "ZeusBSOConfigError", "ZeusBSOOperationOrderError",
+           "ZeusBSOBadOperationError"]
+__version__ = "0.1.0"

@@ -1,0 +1,64 @@
+"""A thin client for a BSO server over libbso (one reused connection, bounded retries)."""
+import ctypes
+import json
+from typing import Any, Optional, Tuple
+
+from . import _native as N
+from .exceptions import BSORuntimeError
+
+
+class Client:
+    def __init__(self, server_url: str, timeout_s: float = 10.0, retries: int = 3):
+        handle = ctypes.c_void_p()
+        if N.lib.bso_client_new(server_url.encode(), ctypes.byref(handle)) != 0:
+            raise BSORuntimeError("cannot create a client for %r" % server_url)
+        self._c = handle
+        N.lib.bso_client_set_timeout_ms(self._c, int(timeout_s * 1000))
+        N.lib.bso_client_set_retries(self._c, retries)
+
+    def _check(self, rc: int) -> None:
+        if rc != 0:
+            raise BSORuntimeError(N.lib.bso_client_errmsg(self._c).decode())
+
+    def body(self) -> Any:
+        return json.loads(N.lib.bso_client_body(self._c).decode() or "null")
+
+    def register(self, spec: dict) -> Tuple[str, bool]:
+        job_id = ctypes.create_string_buffer(256)
+        created = ctypes.c_bool()
+        self._check(N.lib.bso_client_register(self._c, json.dumps(spec).encode(), job_id,
+                                              ctypes.byref(created)))
+        return job_id.value.decode(), created.value
+
+    def next(self, job_id: str) -> Tuple[int, int]:
+        bs, n = ctypes.c_int64(), ctypes.c_int64()
+        self._check(N.lib.bso_client_next(self._c, job_id.encode(), ctypes.byref(bs),
+                                          ctypes.byref(n)))
+        return bs.value, n.value
+
+    def report(self, job_id: str, batch_size: int, trial: int, time_s: float, energy_j: float,
+               metric: float, epoch: int, energy_source: Optional[str] = None) -> dict:
+        out = N.ReportAnswer()
+        label = energy_source.encode() if energy_source else None
+        self._check(N.lib.bso_client_report(self._c, job_id.encode(), batch_size, trial, time_s,
+                                            energy_j, metric, epoch, label, ctypes.byref(out)))
+        return {"stop_train": out.stop_train, "converged": out.converged,
+                "message": out.message.decode()}
+
+    def end_trial(self, job_id: str, batch_size: int, trial: int) -> None:
+        self._check(N.lib.bso_client_end_trial(self._c, job_id.encode(), batch_size, trial))
+
+    def delete(self, job_id: str) -> None:
+        self._check(N.lib.bso_client_delete(self._c, job_id.encode()))
+
+    def get(self, path: str) -> Any:
+        self._check(N.lib.bso_client_get(self._c, path.encode()))
+        return self.body()
+
+    def close(self) -> None:
+        if getattr(self, "_c", None):
+            N.lib.bso_client_free(self._c)
+            self._c = None
+
+    def __del__(self):
+        self.close()

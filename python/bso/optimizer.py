@@ -1,0 +1,142 @@
+"""BatchSizeOptimizer: the training-side half of BSO, with the methods and attributes of Zeus's
+client so that porting a Zeus script is an import change.
+
+    monitor = EnergyMonitor()
+    bso = BatchSizeOptimizer(monitor, "http://server:8000", JobSpec(...))
+    batch_size = bso.get_batch_size()
+    bso.on_train_begin()
+    for epoch in range(...):
+        train(); bso.on_evaluate(validate())
+        if bso.training_finished:
+            break
+
+Differences from Zeus's client, all deliberate: reports carry the energy figure's source; with
+data parallelism (world_size > 1, see bso.torch) every rank learns the stop decision at the
+same evaluation and the job's energy is summed over the ranks; a failed run ends its trial at
+exit so the server can re-issue it.
+"""
+import atexit
+import logging
+import os
+from typing import Optional
+
+from .client import Client
+from .exceptions import (BSOBadOperationError, BSOConfigError, BSOOperationOrderError,
+                         BSORuntimeError, BSOTrainFailError)
+from .monitor import EnergyMonitor
+from .spec import JobSpec
+
+log = logging.getLogger("bso")
+
+WINDOW = "bso-trial"
+
+
+class BatchSizeOptimizer:
+    def __init__(self, monitor: EnergyMonitor, server_url: str, job: JobSpec, rank: int = 0,
+                 world_size: int = 1, *, max_power: Optional[float] = None,
+                 number_of_gpus: Optional[int] = None, gpu_model: Optional[str] = None,
+                 client: Optional[Client] = None):
+        self.monitor = monitor
+        self.server_url = server_url
+        self.job = job
+        self.rank = rank
+        self.world_size = world_size
+        self.cur_epoch = 0
+        self.running_time = 0.0
+        self.consumed_energy = 0.0
+        self.energy_source = monitor.source
+        self.training_finished = False
+        self.trial_number = 0
+        self.current_batch_size = 0
+        self._ended = False
+        self._client = client or Client(server_url)
+        spec = job.to_dict()
+        spec.update(self._gpu_config(max_power, number_of_gpus, gpu_model))
+        self.job_id, created = self._client.register(spec)
+        self.job.job_id = self.job_id
+        if rank == 0:
+            log.info("BSO job %s (%s); export BSO_JOB_ID=%s to reuse it in later runs",
+                     self.job_id, "registered" if created else "known", self.job_id)
+
+    def _gpu_config(self, max_power, number_of_gpus, gpu_model) -> dict:
+        """max_power (W, all GPUs of the job), number_of_gpus, gpu_model: from NVML when there
+        are GPUs, else from the arguments or BSO_ASSUMED_POWER_W."""
+        gpus = self.monitor.gpus
+        if gpus:
+            config = {"max_power": self.monitor.max_power_w * self.world_size,
+                      "number_of_gpus": len(gpus) * self.world_size,
+                      "gpu_model": gpus[0].name}
+        else:
+            assumed = os.environ.get("BSO_ASSUMED_POWER_W")
+            config = {"max_power": float(assumed) * self.world_size if assumed else None,
+                      "number_of_gpus": self.world_size, "gpu_model": "cpu"}
+        for key, value in (("max_power", max_power), ("number_of_gpus", number_of_gpus),
+                           ("gpu_model", gpu_model)):
+            if value is not None:
+                config[key] = value
+        if not config["max_power"] or config["max_power"] <= 0:
+            raise BSOConfigError(
+                "no GPU found: pass max_power= (watts), or set BSO_ASSUMED_POWER_W")
+        return config
+
+    def get_batch_size(self) -> int:
+        """The batch size of this run (asks the server once; rank 0 only)."""
+        if self.rank != 0:
+            raise BSOBadOperationError("Only rank 0 gpu can ask for a batch size.")
+        if self.current_batch_size != 0:
+            return self.current_batch_size
+        self.cur_epoch = 0
+        bs, number = self._client.next(self.job_id)
+        if bs not in self.job.batch_sizes:
+            raise BSORuntimeError("the server returned a batch size outside the job's: %d" % bs)
+        self.current_batch_size, self.trial_number = bs, number
+        atexit.register(self._end_trial_at_exit)
+        return bs
+
+    def on_train_begin(self) -> None:
+        self.training_finished = False
+        self.monitor.begin_window(WINDOW)
+
+    def _measure(self):
+        m = self.monitor.end_window(WINDOW)
+        self.energy_source = m.source
+        return m.time, m.total_energy
+
+    def on_evaluate(self, metric: float) -> None:
+        """Reports this evaluation; sets training_finished when the server says stop, and raises
+        BSOTrainFailError when the run stopped without converging."""
+        if self.current_batch_size == 0:
+            raise BSOOperationOrderError("Call get_batch_size to set the batch size first")
+        if self.training_finished:
+            return
+        self.cur_epoch += 1
+        elapsed, energy = self._measure()
+        if self.world_size > 1:
+            from . import torch as bso_torch
+            elapsed, energy = bso_torch.combine_measurements(elapsed, energy)
+        self.running_time += elapsed
+        self.consumed_energy += energy
+        answer = None
+        if self.rank == 0:
+            answer = self._client.report(self.job_id, self.current_batch_size, self.trial_number,
+                                         self.running_time, self.consumed_energy, float(metric),
+                                         self.cur_epoch, self.energy_source)
+        if self.world_size > 1:
+            from . import torch as bso_torch
+            answer = bso_torch.share_answer(answer)
+        if not answer["stop_train"]:
+            self.monitor.begin_window(WINDOW)
+            return
+        self.training_finished = True
+        self._ended = True
+        if not answer["converged"]:
+            raise BSOTrainFailError("Train failed: %s Launch the job again: the server picks "
+                                    "the next batch size." % answer["message"])
+
+    def _end_trial_at_exit(self) -> None:
+        """A run that exits before its final report has failed: the server re-issues it."""
+        if self.rank == 0 and not self._ended and self.trial_number:
+            try:
+                self._client.end_trial(self.job_id, self.current_batch_size, self.trial_number)
+            except BSORuntimeError as e:
+                log.warning("could not end trial %d: %s", self.trial_number, e)

@@ -1,0 +1,37 @@
+"""Data-parallel helpers over torch.distributed (imported only when used).
+
+    bso = BatchSizeOptimizer(monitor, url, spec, rank=rank, world_size=world_size)
+    batch_size = bso.torch.broadcast_batch_size(bso)   # every rank gets rank 0's answer
+    ...
+    bso.on_evaluate(metric)   # every rank: energy is summed, time is the slowest rank's,
+                              # and all ranks learn the stop decision together
+"""
+import torch
+import torch.distributed as dist
+
+
+def broadcast_batch_size(opt) -> int:
+    """Rank 0 asks the server; every rank returns the same batch size and trial number."""
+    t = torch.zeros(2, dtype=torch.int64)
+    if dist.get_rank() == 0:
+        t[0] = opt.get_batch_size()
+        t[1] = opt.trial_number
+    dist.broadcast(t, src=0)
+    opt.current_batch_size, opt.trial_number = int(t[0]), int(t[1])
+    return opt.current_batch_size
+
+
+def combine_measurements(elapsed: float, energy: float):
+    """The job's measurement: the slowest rank's time and every rank's energy."""
+    t = torch.tensor([elapsed], dtype=torch.float64)
+    e = torch.tensor([energy], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    dist.all_reduce(e, op=dist.ReduceOp.SUM)
+    return float(t[0]), float(e[0])
+
+
+def share_answer(answer):
+    """Rank 0's report answer, on every rank."""
+    box = [answer]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]

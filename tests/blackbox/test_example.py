@@ -1,0 +1,84 @@
+"""End to end: examples/digits/train.py (a real PyTorch CNN on scikit-learn's digits, CPU) runs
+as a recurring job against a real bso-server, single-process and data-parallel (gloo)."""
+import json
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+from harness import Server
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "..", "..", "examples", "digits", "train.py")
+SOURCES = {"nvml-counter", "nvml-power", "rapl", "estimate"}
+
+try:
+    import sklearn  # noqa: F401
+    import torch  # noqa: F401
+except ImportError:
+    torch = None
+
+
+@unittest.skipIf(torch is None, "python3-torch and python3-sklearn are not installed")
+class DigitsExample(unittest.TestCase):
+    def train(self, srv, job_id, *args):
+        env = dict(os.environ, BSO_SERVER_URL="http://127.0.0.1:%d" % srv.port,
+                   BSO_ASSUMED_POWER_W="65")
+        p = subprocess.run([sys.executable, TRAIN, "--job-id", job_id] + list(args), env=env,
+                           capture_output=True, text=True, timeout=600)
+        lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+        self.assertIn(p.returncode, (0, 3), p.stdout + p.stderr)
+        self.assertTrue(lines, p.stderr)
+        return p.returncode, lines
+
+    def test_recurring_job(self):
+        with Server() as srv:
+            runs = [self.train(srv, "digits-e2e", "--seed", "5") for _ in range(14)]
+            job = srv.request("GET", "/jobs/digits-e2e")[1]
+            self.assertEqual(job["stage"], "MAB")  # through pruning into Thompson sampling
+            trials = {t["trial_number"]: t for t in
+                      srv.request("GET", "/jobs/digits-e2e/trials")[1]["trials"]}
+            self.assertEqual(len(trials), 14)
+            failed = 0
+            for rc, (r,) in runs:
+                t = trials[r["trial"]]
+                self.assertEqual(t["status"], "Succeeded")
+                self.assertEqual(t["batch_size"], r["batch_size"])
+                # A run the server stopped unconverged raised the train-fail error (exit 3).
+                self.assertEqual(rc == 3, not t["converged"], (r, t))
+                if rc == 3:
+                    failed += 1
+                    self.assertIn("Train failed", r["error"])
+                self.assertGreater(t["time"], 0)
+                self.assertGreater(t["energy"], 0)
+                self.assertIn(t["energy_source"], SOURCES)
+                self.assertEqual(t["energy_source"], r["source"])
+            self.assertGreater(failed, 0, "no run was stopped; pruning never pruned")
+            # `bso show` names the cheapest batch size.
+            out = subprocess.run([os.environ["BSO_CLI_BIN"], "--server",
+                                  "http://127.0.0.1:%d" % srv.port, "show", "digits-e2e"],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            best = int(re.search(r"best batch size so far: (\d+)", out.stdout).group(1))
+            cheapest = min(job["arms"], key=lambda a: a["mean_cost"])["batch_size"]
+            self.assertEqual(best, cheapest, out.stdout)
+
+    def test_data_parallel(self):
+        with Server() as srv:
+            for _ in range(2):
+                rc, lines = self.train(srv, "digits-dp", "--world-size", "2")
+                self.assertEqual(sorted(l["rank"] for l in lines), [0, 1])
+                self.assertEqual(len({(l["batch_size"], l["trial"]) for l in lines}), 1)
+                self.assertEqual(len({l["epochs"] for l in lines if "epochs" in l}), 1)
+                t = srv.request("GET", "/jobs/digits-dp/trials?after=%d" %
+                                (lines[0]["trial"] - 1))[1]["trials"][0]
+                self.assertEqual(t["batch_size"], lines[0]["batch_size"])
+                self.assertEqual(t["status"], "Succeeded")
+                self.assertIn(t["energy_source"], SOURCES)
+            spec = srv.request("GET", "/jobs/digits-dp")[1]["spec"]
+            self.assertEqual(spec["number_of_gpus"], 2)  # the job spans both ranks
+
+
+if __name__ == "__main__":
+    unittest.main()

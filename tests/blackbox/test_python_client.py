@@ -1,0 +1,157 @@
+"""The Python package against the real server: Zeus's test_client.py cases (with a scripted
+monitor, as Zeus mocks its own), GPU configuration from the fake NVML, validation, order errors,
+and ending a trial at exit."""
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+
+import bso  # noqa: E402
+from harness import Server  # noqa: E402
+
+
+class ScriptedMonitor:
+    """Zeus's test mock: every window takes 37.248 s and 17132.96 J."""
+    gpus = [bso.monitor.GPU(0, "Tesla V100", "GPU-x", 300.0, 250.0, "nvml-counter")] * 4
+    max_power_w = 1200.0
+    source = "nvml-counter"
+
+    def begin_window(self, name):
+        pass
+
+    def end_window(self, name):
+        return bso.Measurement(time=37.248, total_energy=17132.96, source=self.source,
+                               estimated=False)
+
+
+def spec(**kw):
+    base = dict(job_id="test-client", job_id_prefix="test", default_batch_size=1024,
+                batch_sizes=[32, 64, 256, 512, 1024, 4096, 2048], max_epochs=100)
+    base.update(kw)
+    return bso.JobSpec(**base)
+
+
+class PythonClient(unittest.TestCase):
+    def setUp(self):
+        self.srv = Server().__enter__()
+        self.url = "http://127.0.0.1:%d" % self.srv.port
+
+    def tearDown(self):
+        self.srv.__exit__(None, None, None)
+
+    def test_register(self):
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec())
+        self.assertEqual(opt.job_id, "test-client")
+        job = self.srv.request("GET", "/jobs/test-client")[1]["spec"]
+        self.assertEqual((job["max_power"], job["number_of_gpus"], job["gpu_model"]),
+                         (1200.0, 4, "Tesla V100"))
+        bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec())  # again: same job
+        with self.assertRaises(bso.BSORuntimeError) as e:
+            bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(default_batch_size=512))
+        self.assertIn("409", str(e.exception))
+
+    def test_batch_sizes(self):
+        """1024 converges on the 3rd evaluation; the next run gets 512, which is early-stopped
+        (raises) before epoch 90; the next gets 2048."""
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec())
+        self.assertEqual(opt.get_batch_size(), 1024)
+        opt.on_train_begin()
+        for metric in (0.3, 0.4, 0.6):
+            opt.on_evaluate(metric)
+        self.assertTrue(opt.training_finished)
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec())
+        self.assertEqual(opt.get_batch_size(), 512)
+        opt.on_train_begin()
+        with self.assertRaises(bso.ZeusBSOTrainFailError) as e:  # Zeus's name works too
+            for _ in range(90):
+                opt.on_evaluate(0.3)
+        self.assertIn("cost upper bound", str(e.exception))
+        self.assertLess(opt.cur_epoch, 90)
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec())
+        self.assertEqual(opt.get_batch_size(), 2048)
+        trials = self.srv.request("GET", "/jobs/test-client/trials")[1]["trials"]
+        self.assertEqual([t["energy_source"] for t in trials[:2]], ["nvml-counter"] * 2)
+
+    def test_converge_fail(self):
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(beta_knob=None))
+        opt.get_batch_size()
+        opt.on_train_begin()
+        with self.assertRaises(bso.BSOTrainFailError) as e:
+            for _ in range(100):
+                opt.on_evaluate(0.3)
+        self.assertIn("max_epoch(100)", str(e.exception))
+        self.assertEqual(opt.cur_epoch, 100)
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(beta_knob=None))
+        self.assertEqual(opt.get_batch_size(), 2048)
+
+    def test_ranks_and_order(self):
+        ranks = [bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(), rank=r)
+                 for r in range(4)]
+        for r in ranks[1:]:
+            with self.assertRaises(bso.BSOBadOperationError):
+                r.get_batch_size()
+        with self.assertRaises(bso.BSOOperationOrderError):
+            ranks[0].on_evaluate(0.5)
+
+    def test_job_spec_validation(self):
+        for bad in (dict(batch_sizes=[]), dict(default_batch_size=128), dict(eta_knob=2),
+                    dict(beta_knob=0), dict(batch_sizes=[32, 32, 1024]), dict(window_size=1),
+                    dict(job_id="other-1"), dict(num_pruning_rounds=0)):
+            with self.subTest(bad=bad), self.assertRaises(bso.BSOConfigError):
+                spec(**bad)
+        self.assertEqual(spec(batch_sizes=[1024, 32]).batch_sizes, [32, 1024])
+
+    def test_gpu_config_from_fake_nvml_or_assumed_power(self):
+        script = os.path.join(self.srv.tmp.name, "nvml.txt")
+        with open(script, "w") as f:
+            f.write('gpu name="NVIDIA A100-SXM4-40GB" max_mw=400000\n' * 2)
+        env = dict(os.environ, BSO_NVML_LIBRARY=os.environ["BSO_FAKE_NVML_LIB"],
+                   BSO_FAKE_NVML=script, BSO_POWERCAP_ROOT="/nonexistent")
+        env.pop("BSO_ASSUMED_POWER_W", None)
+        code = textwrap.dedent("""
+            import sys, bso
+            m = bso.EnergyMonitor()
+            opt = bso.BatchSizeOptimizer(m, sys.argv[1], bso.JobSpec(job_id="nv-1",
+                job_id_prefix="nv", batch_sizes=[8, 16], default_batch_size=8))
+            print(m.source)
+        """)
+        run = lambda e: subprocess.run([sys.executable, "-c", code, self.url], env=e,
+                                       capture_output=True, text=True, timeout=60,
+                                       cwd=os.path.join(HERE, "..", "..", "python"))
+        out = run(env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout.strip(), "nvml-counter")
+        job = self.srv.request("GET", "/jobs/nv-1")[1]["spec"]
+        self.assertEqual((job["max_power"], job["number_of_gpus"], job["gpu_model"]),
+                         (800.0, 2, "NVIDIA A100-SXM4-40GB"))
+        # No GPU and nothing declared: a clear error.
+        env["BSO_FAKE_NVML"] = "/nonexistent"
+        out = run(env)
+        self.assertNotEqual(out.returncode, 0)
+        self.assertIn("BSO_ASSUMED_POWER_W", out.stderr)
+
+    def test_trial_ended_at_exit(self):
+        code = textwrap.dedent("""
+            import sys, bso
+            opt = bso.BatchSizeOptimizer(bso.EnergyMonitor(), sys.argv[1], bso.JobSpec(
+                job_id="exit-1", job_id_prefix="exit", batch_sizes=[8, 16], default_batch_size=8))
+            opt.get_batch_size()
+            raise SystemExit("crashed before reporting")
+        """)
+        env = dict(os.environ, BSO_ASSUMED_POWER_W="50")
+        out = subprocess.run([sys.executable, "-c", code, self.url], env=env, text=True,
+                             capture_output=True, timeout=60,
+                             cwd=os.path.join(HERE, "..", "..", "python"))
+        self.assertNotEqual(out.returncode, 0)
+        trials = self.srv.request("GET", "/jobs/exit-1/trials")[1]["trials"]
+        self.assertEqual([t["status"] for t in trials], ["Failed"])
+        # ...so the next run gets the same batch size again.
+        self.assertEqual(self.srv.predict("exit-1")[1]["batch_size"], 8)
+
+
+if __name__ == "__main__":
+    unittest.main()
