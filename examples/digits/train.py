@@ -98,7 +98,9 @@ def run(rank, world_size, args):
         result["error"] = str(e)
         status = 3
     result.update(time=opt.running_time, energy=opt.consumed_energy, source=opt.energy_source)
-    print(json.dumps(result), flush=True)
+    # One write per line: under PIPE_BUF it is atomic, so ranks sharing stdout never interleave.
+    sys.stdout.flush()
+    os.write(1, (json.dumps(result) + "\n").encode())
     return status
 
 
