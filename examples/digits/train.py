@@ -4,7 +4,8 @@ with its batch size chosen by BSO. Run it again and again (a recurring job): BSO
 sizes, prunes the bad ones, then keeps choosing the cheapest by Thompson sampling.
 
     bso-server &                                   # in another terminal
-    BSO_ASSUMED_POWER_W=65 python3 examples/digits/train.py --job-id digits-1
+    BSO_LIBRARY=build/release/libbso.so BSO_ASSUMED_POWER_W=65 \
+        /usr/bin/python3 examples/digits/train.py --job-id digits-1
 
 On a machine without an NVIDIA GPU the energy comes from RAPL when readable, else from the
 declared power (labelled as an estimate). --world-size 2 trains data-parallel in two processes
