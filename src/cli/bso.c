@@ -22,10 +22,13 @@ struct ctx {
     bool json;
     int argc; /* the subcommand's own arguments */
     char **argv;
+    bso_client *cl; /* for commands that talk to the server */
 };
 
 struct command {
     const char *name;
+    int nargs;   /* how many arguments it takes; -1: checked by the command */
+    bool client; /* talks to the server */
     const char *args;
     const char *help;
     int (*run)(struct ctx *c);
@@ -41,16 +44,6 @@ static int die(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     return 1;
-}
-
-static bso_client *connect_client(struct ctx *c)
-{
-    bso_client *cl;
-    if (bso_client_new(c->server, &cl) < 0) {
-        die("cannot create a client for '%s'", c->server);
-        return NULL;
-    }
-    return cl;
 }
 
 /* Finishes a client call: prints the error and returns 1, or 0. */
@@ -83,12 +76,23 @@ static int parse_f64(const char *s, const char *what, double *out)
     return 0;
 }
 
-static int need_args(struct ctx *c, int n, const char *usage)
+/* Percent-encodes a job id for a URL path or query. */
+static void escape(const char *in, char *out, size_t cap)
 {
-    if (c->argc == n)
-        return 0;
-    die("expected %s", usage);
-    return -1;
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (; *in && o + 4 < cap; in++) {
+        unsigned char ch = (unsigned char)*in;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            strchr("-._~", ch)) {
+            out[o++] = (char)ch;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[ch >> 4];
+            out[o++] = hex[ch & 15];
+        }
+    }
+    out[o] = '\0';
 }
 
 /* Prints the body of the last answer as JSON. */
@@ -118,12 +122,8 @@ static void fmt_num(char *buf, size_t cap, json_t *v, int decimals)
 
 static int cmd_jobs(struct ctx *c)
 {
-    if (need_args(c, 0, "no arguments") < 0)
-        return 2;
-    bso_client *cl = connect_client(c);
-    if (!cl)
-        return 1;
-    char path[512] = "/jobs?limit=1000";
+    bso_client *cl = c->cl;
+    char path[900] = "/jobs?limit=1000";
     int status = 0;
     bool header = false;
     for (;;) {
@@ -152,34 +152,28 @@ static int cmd_jobs(struct ctx *c)
         }
         const char *next = json_string_value(json_object_get(root, "next_after"));
         if (next) {
-            char *esc = strdup(next);
+            char esc[800];
+            escape(next, esc, sizeof esc);
             snprintf(path, sizeof path, "/jobs?limit=1000&after=%s", esc);
-            free(esc);
         }
         json_decref(root);
         if (!next)
             break;
     }
-    bso_client_free(cl);
     return status;
 }
 
 static int cmd_show(struct ctx *c)
 {
-    if (need_args(c, 1, "JOB") < 0)
-        return 2;
-    bso_client *cl = connect_client(c);
-    if (!cl)
-        return 1;
-    char path[600];
-    snprintf(path, sizeof path, "/jobs/%s", c->argv[0]);
+    bso_client *cl = c->cl;
+    char path[900], id[800];
+    escape(c->argv[0], id, sizeof id);
+    snprintf(path, sizeof path, "/jobs/%s", id);
     int status = check(cl, bso_client_get(cl, path));
     if (status == 0 && c->json)
         print_body(cl);
-    if (status || c->json) {
-        bso_client_free(cl);
+    if (status || c->json)
         return status;
-    }
     json_t *job = json_loads(bso_client_body(cl), 0, NULL);
     json_t *trials = json_object_get(job, "trials");
     char cost[32];
@@ -222,25 +216,21 @@ static int cmd_show(struct ctx *c)
                (int64_t)json_integer_value(json_object_get(job, "min_cost_batch_size")));
     }
     json_decref(job);
-    bso_client_free(cl);
     return 0;
 }
 
 static int cmd_trials(struct ctx *c)
 {
-    if (need_args(c, 1, "JOB") < 0)
-        return 2;
-    bso_client *cl = connect_client(c);
-    if (!cl)
-        return 1;
+    bso_client *cl = c->cl;
     int64_t after = 0;
     int status = 0;
     if (!c->json)
         printf("%6s %10s %-12s %-10s %10s %12s %12s %s\n", "TRIAL", "BATCH", "TYPE", "STATUS",
                "TIME (s)", "ENERGY (J)", "COST", "CONVERGED");
     for (;;) {
-        char path[700];
-        snprintf(path, sizeof path, "/jobs/%s/trials?limit=1000&after=%" PRId64, c->argv[0], after);
+        char path[1000], id[800];
+        escape(c->argv[0], id, sizeof id);
+        snprintf(path, sizeof path, "/jobs/%s/trials?limit=1000&after=%" PRId64, id, after);
         if ((status = check(cl, bso_client_get(cl, path))))
             break;
         if (c->json) {
@@ -269,7 +259,6 @@ static int cmd_trials(struct ctx *c)
         if (after < 0)
             break;
     }
-    bso_client_free(cl);
     return status;
 }
 
@@ -302,16 +291,10 @@ static char *read_file(const char *path)
 
 static int cmd_register(struct ctx *c)
 {
-    if (need_args(c, 1, "SPEC.json (or - for standard input)") < 0)
-        return 2;
     char *spec = read_file(c->argv[0]);
     if (!spec)
         return die("cannot read %s: %s", c->argv[0], strerror(errno));
-    bso_client *cl = connect_client(c);
-    if (!cl) {
-        free(spec);
-        return 1;
-    }
+    bso_client *cl = c->cl;
     char id[BSO_CLIENT_ID_MAX];
     bool created;
     int status = check(cl, bso_client_register(cl, spec, id, &created));
@@ -322,17 +305,12 @@ static int cmd_register(struct ctx *c)
             printf("%s %s\n", id, created ? "registered" : "already registered, same spec");
     }
     free(spec);
-    bso_client_free(cl);
     return status;
 }
 
 static int cmd_next(struct ctx *c)
 {
-    if (need_args(c, 1, "JOB") < 0)
-        return 2;
-    bso_client *cl = connect_client(c);
-    if (!cl)
-        return 1;
+    bso_client *cl = c->cl;
     int64_t bs, n;
     int status = check(cl, bso_client_next(cl, c->argv[0], &bs, &n));
     if (status == 0) {
@@ -341,7 +319,6 @@ static int cmd_next(struct ctx *c)
         else
             printf("batch size %" PRId64 " (trial %" PRId64 ")\n", bs, n);
     }
-    bso_client_free(cl);
     return status;
 }
 
@@ -355,9 +332,7 @@ static int cmd_report(struct ctx *c)
         parse_f64(c->argv[3], "TIME_S", &t) < 0 || parse_f64(c->argv[4], "ENERGY_J", &e) < 0 ||
         parse_f64(c->argv[5], "METRIC", &metric) < 0 || parse_i64(c->argv[6], "EPOCH", &epoch) < 0)
         return 2;
-    bso_client *cl = connect_client(c);
-    if (!cl)
-        return 1;
+    bso_client *cl = c->cl;
     struct bso_report_answer a;
     const char *source = c->argc == 8 ? c->argv[7] : NULL;
     int status =
@@ -371,40 +346,29 @@ static int cmd_report(struct ctx *c)
                                 : "continue. ",
                    a.message);
     }
-    bso_client_free(cl);
     return status;
 }
 
 static int cmd_end(struct ctx *c)
 {
-    if (need_args(c, 3, "JOB BATCH_SIZE TRIAL") < 0)
-        return 2;
     int64_t bs, n;
     if (parse_i64(c->argv[1], "BATCH_SIZE", &bs) < 0 || parse_i64(c->argv[2], "TRIAL", &n) < 0)
         return 2;
-    bso_client *cl = connect_client(c);
-    if (!cl)
-        return 1;
+    bso_client *cl = c->cl;
     int status = check(cl, bso_client_end_trial(cl, c->argv[0], bs, n));
     if (status == 0 && !c->json)
         printf("trial %" PRId64 " ended\n", n);
     else if (status == 0)
         puts("null");
-    bso_client_free(cl);
     return status;
 }
 
 static int cmd_delete(struct ctx *c)
 {
-    if (need_args(c, 1, "JOB") < 0)
-        return 2;
-    bso_client *cl = connect_client(c);
-    if (!cl)
-        return 1;
+    bso_client *cl = c->cl;
     int status = check(cl, bso_client_delete(cl, c->argv[0]));
     if (status == 0)
         puts(c->json ? "null" : "deleted");
-    bso_client_free(cl);
     return status;
 }
 
@@ -418,8 +382,6 @@ static int open_monitor(bso_monitor **m)
 
 static int cmd_gpus(struct ctx *c)
 {
-    if (need_args(c, 0, "no arguments") < 0)
-        return 2;
     bso_monitor *m;
     if (open_monitor(&m))
         return 1;
@@ -518,20 +480,20 @@ static int cmd_measure(struct ctx *c)
 static int cmd_help(struct ctx *c);
 
 static const struct command commands[] = {
-    {"jobs", "", "list the server's jobs", cmd_jobs},
-    {"show", "JOB", "a job's stage, best batch size so far, and arms", cmd_show},
-    {"trials", "JOB", "every trial of a job", cmd_trials},
-    {"register", "SPEC.json", "register a job from a JSON spec (- reads standard input)",
+    {"jobs", 0, true, "", "list the server's jobs", cmd_jobs},
+    {"show", 1, true, "JOB", "a job's stage, best batch size so far, and arms", cmd_show},
+    {"trials", 1, true, "JOB", "every trial of a job", cmd_trials},
+    {"register", 1, true, "SPEC.json", "register a job from a JSON spec (- reads standard input)",
      cmd_register},
-    {"next", "JOB", "ask for the batch size of a new trial", cmd_next},
-    {"report", "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE]",
+    {"next", 1, true, "JOB", "ask for the batch size of a new trial", cmd_next},
+    {"report", -1, true, "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE]",
      "report a trial's cumulative time and energy after an evaluation", cmd_report},
-    {"end", "JOB BATCH_SIZE TRIAL", "end a trial that will not report", cmd_end},
-    {"delete", "JOB", "delete a job and its history", cmd_delete},
-    {"gpus", "", "the GPUs the monitor sees and where energy will come from", cmd_gpus},
-    {"measure", "-- CMD [ARGS...]", "run a command and print its time and energy (to stderr)",
-     cmd_measure},
-    {"help", "[CMD]", "this text", cmd_help},
+    {"end", 3, true, "JOB BATCH_SIZE TRIAL", "end a trial that will not report", cmd_end},
+    {"delete", 1, true, "JOB", "delete a job and its history", cmd_delete},
+    {"gpus", 0, false, "", "the GPUs the monitor sees and where energy will come from", cmd_gpus},
+    {"measure", -1, false, "-- CMD [ARGS...]",
+     "run a command and print its time and energy (to stderr)", cmd_measure},
+    {"help", -1, false, "[CMD]", "this text", cmd_help},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 
@@ -608,5 +570,13 @@ int main(int argc, char **argv)
             k--;
         }
     }
-    return cmd->run(&c);
+    if (cmd->nargs >= 0 && c.argc != cmd->nargs) {
+        usage_of(cmd, stderr);
+        return 2;
+    }
+    if (cmd->client && bso_client_new(c.server, &c.cl) < 0)
+        return die("cannot create a client for '%s'", c.server);
+    int status = cmd->run(&c);
+    bso_client_free(c.cl);
+    return status;
 }

@@ -564,31 +564,38 @@ struct route {
 };
 
 static const struct route routes[] = {
-    {"POST", "/jobs", h_register},  {"DELETE", "/jobs", h_delete_job},
-    {"GET", "/jobs", h_list_jobs},  {"GET", "/jobs/batch_size", h_predict},
-    {"POST", "/report", h_report},  {"PATCH", "/trials", h_end_trial},
-    {"GET", "/jobs/{}", h_get_job}, {"GET", "/jobs/{}/trials", h_list_trials},
-    {"GET", "/healthz", h_healthz}, {"GET", "/readyz", h_readyz},
+    {"POST", "/jobs", h_register},
+    {"DELETE", "/jobs", h_delete_job},
+    {"GET", "/jobs", h_list_jobs},
+    {"GET", "/jobs/batch_size", h_predict},
+    {"POST", "/report", h_report},
+    {"PATCH", "/trials", h_end_trial},
+    /* /jobs/{}/trials before /jobs/{}, which matches it too (job ids may contain '/'). */
+    {"GET", "/jobs/{}/trials", h_list_trials},
+    {"GET", "/jobs/{}", h_get_job},
+    {"GET", "/healthz", h_healthz},
+    {"GET", "/readyz", h_readyz},
     {"GET", "/version", h_version},
 };
 
-/* Matches path against pattern; a "{}" segment is copied into seg. */
+/* Matches path against pattern. "{}" stands for a job id, copied into seg: the id may contain
+ * '/' (Zeus allows any string, and the path arrives unescaped), so it is whatever lies between
+ * the pattern's prefix and suffix. */
 static bool match(const char *pattern, const char *path, char *seg, size_t cap)
 {
-    while (*pattern && *path) {
-        if (pattern[0] == '{' && pattern[1] == '}') {
-            size_t n = strcspn(path, "/");
-            if (n == 0 || n >= cap)
-                return false;
-            memcpy(seg, path, n);
-            seg[n] = '\0';
-            path += n;
-            pattern += 2;
-        } else if (*pattern++ != *path++) {
-            return false;
-        }
-    }
-    return *pattern == '\0' && *path == '\0';
+    const char *hole = strstr(pattern, "{}");
+    if (!hole)
+        return strcmp(pattern, path) == 0;
+    const size_t pre = (size_t)(hole - pattern), post = strlen(hole + 2), len = strlen(path);
+    if (len <= pre + post || strncmp(path, pattern, pre) != 0 ||
+        strcmp(path + len - post, hole + 2) != 0)
+        return false;
+    const size_t n = len - pre - post;
+    if (n >= cap)
+        return false;
+    memcpy(seg, path + pre, n);
+    seg[n] = '\0';
+    return true;
 }
 
 void bso_route(struct bso_request *req, struct bso_response *res)

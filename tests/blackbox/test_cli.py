@@ -1,0 +1,109 @@
+"""The bso command against a real server and the fake NVML."""
+import json
+import os
+import re
+import subprocess
+import unittest
+
+from harness import Server
+
+CLI = os.environ.get("BSO_CLI_BIN", "bso")
+
+
+class Cli(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server().__enter__()
+        cls.url = "http://127.0.0.1:%d" % cls.srv.port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.__exit__(None, None, None)
+
+    def bso(self, *args, env=None, stdin=None):
+        e = dict(os.environ, BSO_SERVER_URL=self.url)
+        e.update(env or {})
+        return subprocess.run([CLI] + list(args), capture_output=True, text=True, env=e,
+                              input=stdin, timeout=60)
+
+    def test_job_lifecycle(self):
+        spec = {"job_id": "cli job/1", "job_id_prefix": "cli", "batch_sizes": [16, 32, 64],
+                "default_batch_size": 32, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100", "num_pruning_rounds": 1}
+        out = self.bso("register", "-", stdin=json.dumps(spec))
+        self.assertEqual((out.returncode, out.stdout), (0, "cli job/1 registered\n"), out.stderr)
+        self.assertIn("already registered", self.bso("register", "-", stdin=json.dumps(spec)).stdout)
+        costs = {32: (10, 1000), 16: (12, 900), 64: (9, 1500)}
+        for _ in range(3):
+            out = self.bso("--json", "next", "cli job/1")
+            t = json.loads(out.stdout)
+            tm, en = costs[t["batch_size"]]
+            out = self.bso("report", "cli job/1", str(t["batch_size"]), str(t["trial_number"]),
+                           str(tm), str(en), "0.9", "1", "estimate")
+            self.assertEqual(out.stdout, "stop: converged. Train succeeded\n", out.stderr)
+        self.assertEqual(self.bso("next", "cli job/1").returncode, 0)  # the bandit's first pick
+        show = self.bso("show", "cli job/1").stdout
+        self.assertIn("stage    MAB", show)
+        self.assertRegex(show, r"best batch size so far: 32 ")  # cost 2000 beats 2100 and 2250
+        self.assertRegex(show, r"\n\s+16\s+1\s+2250\.0\s+0 \(exact\)")
+        trials = self.bso("trials", "cli job/1").stdout.splitlines()
+        self.assertEqual(len(trials), 5)  # header and four trials
+        self.assertRegex(trials[1], r"^\s+1\s+32 Exploration\s+Succeeded\s+10\.00\s+1000\.0\s+2000\.0 yes")
+        self.assertIn("cli job/1", self.bso("jobs").stdout)
+        body = json.loads(self.bso("--json", "trials", "cli job/1").stdout)
+        self.assertEqual(body["trials"][0]["energy_source"], "estimate")
+        self.assertEqual(self.bso("end", "cli job/1", "32", "99").returncode, 1)
+        self.assertEqual(self.bso("delete", "cli job/1").stdout, "deleted\n")
+        out = self.bso("show", "cli job/1")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("HTTP 404", out.stderr)
+
+    def test_usage_errors(self):
+        self.assertEqual(self.bso("help").returncode, 0)
+        self.assertIn("measure", self.bso("help").stdout)
+        out = self.bso("show")
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("usage: bso", out.stderr)
+        self.assertEqual(self.bso("frobnicate").returncode, 2)
+        self.assertEqual(self.bso("--frob", "jobs").returncode, 2)
+        out = self.bso("report", "j", "x", "1", "1", "1", "1", "1")
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("BATCH_SIZE must be an integer", out.stderr)
+        self.assertIn("usage: bso", self.bso("next", "--help").stdout)
+        out = self.bso("register", "/nonexistent.json")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("cannot read", out.stderr)
+        out = self.bso("jobs", env={"BSO_SERVER_URL": "http://127.0.0.1:1"})
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("connect", out.stderr.lower())
+
+    def test_gpus_and_measure(self):
+        script = os.path.join(self.srv.tmp.name, "nvml.txt")
+        with open(script, "w") as f:
+            f.write('gpu name="NVIDIA H100 80GB HBM3" max_mw=700000 power_mw=350000\n')
+        env = {"BSO_NVML_LIBRARY": os.environ["BSO_FAKE_NVML_LIB"], "BSO_FAKE_NVML": script,
+               "BSO_POWERCAP_ROOT": "/nonexistent"}
+        out = self.bso("gpus", env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("NVIDIA H100 80GB HBM3", out.stdout)
+        self.assertIn("energy will come from nvml-counter", out.stdout)
+        info = json.loads(self.bso("--json", "gpus", env=env).stdout)
+        self.assertEqual(info["max_power_w"], 700)
+        out = self.bso("--json", "measure", "--", "sleep", "0.3", env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        m = json.loads(out.stderr)
+        self.assertAlmostEqual(m["energy_j"], 350 * m["time_s"], delta=0.1 * 350 * m["time_s"])
+        self.assertEqual((m["source"], m["estimated"]), ("nvml-counter", False))
+        # The command's exit status passes through; without anything measurable it is an
+        # error, unless a power is declared.
+        out = self.bso("measure", "--", "sh", "-c", "exit 7",
+                       env=dict(env, BSO_FAKE_NVML="/nonexistent", BSO_ASSUMED_POWER_W="40"))
+        self.assertEqual(out.returncode, 7)
+        self.assertRegex(out.stderr, r"estimate: declared power")
+        out = self.bso("measure", "--", "true", env=dict(env, BSO_FAKE_NVML="/nonexistent"))
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("BSO_ASSUMED_POWER_W", out.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
