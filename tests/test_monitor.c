@@ -106,7 +106,8 @@ static void test_power_integration_when_counter_unsupported(void **state)
 {
     (void)state;
     bso_monitor *m = open_monitor("gpu name=\"Tesla P100\" energy=unsupported power_mw=200000\n"
-                                  "gpu name=\"Tesla V100\" power_mw=100000\n");
+                                  "gpu name=\"Tesla V100\" power_mw=100000\n"
+                                  "gpu name=\"Broken counter\" energy=error power_mw=50000\n");
     struct bso_gpu_info g;
     bso_monitor_gpu(m, 0, &g);
     assert_int_equal(g.source, BSO_SOURCE_NVML_POWER);
@@ -117,6 +118,9 @@ static void test_power_integration_when_counter_unsupported(void **state)
     expect_near(w.gpu_energy_j[0], 200 * w.time_s, 0.1);
     assert_int_equal(w.gpu_source[0], BSO_SOURCE_NVML_POWER);
     assert_int_equal(w.gpu_source[1], BSO_SOURCE_NVML_COUNTER);
+    /* A counter that errors is treated like an unsupported one. */
+    assert_int_equal(w.gpu_source[2], BSO_SOURCE_NVML_POWER);
+    expect_near(w.gpu_energy_j[2], 50 * w.time_s, 0.1);
     bso_monitor_free(m);
 }
 

@@ -35,6 +35,70 @@ def spec(**kw):
     return bso.JobSpec(**base)
 
 
+class FlakyServer:
+    """A local HTTP server that answers 503 a given number of times per path, then 200, and
+    counts the requests it got."""
+
+    def __init__(self, failures):
+        import http.server
+        import threading
+        self.failures = dict(failures)
+        self.hits = {}
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def handle_one(self):
+                path = self.path.split("?")[0]
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                outer.hits[path] = outer.hits.get(path, 0) + 1
+                if outer.failures.get(path, 0) > 0:
+                    outer.failures[path] -= 1
+                    body, status = b'{"message":"busy"}', 503
+                elif path == "/report":
+                    body, status = b'{"stop_train":false,"converged":false,"message":"go on"}', 200
+                else:
+                    body, status = b'{"job_id":"j","batch_size":8,"trial_number":1}', 200
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = handle_one
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Retries(unittest.TestCase):
+    def test_idempotent_calls_are_retried_and_others_are_not(self):
+        flaky = FlakyServer({"/report": 2, "/jobs/batch_size": 1, "/trials": 5})
+        try:
+            c = bso.Client(flaky.url, retries=3)
+            # A report may be repeated safely: two 503s, then success.
+            self.assertEqual(c.report("j", 8, 1, 1.0, 1.0, 0.5, 1)["message"], "go on")
+            self.assertEqual(flaky.hits["/report"], 3)
+            # Asking for a batch size creates a trial: one 503 is final.
+            with self.assertRaises(bso.BSORuntimeError) as e:
+                c.next("j")
+            self.assertIn("HTTP 503: busy", str(e.exception))
+            self.assertEqual(flaky.hits["/jobs/batch_size"], 1)
+            # Retries are bounded: 1 try + 3 retries, then the error.
+            with self.assertRaises(bso.BSORuntimeError):
+                c.end_trial("j", 8, 1)
+            self.assertEqual(flaky.hits["/trials"], 4)
+        finally:
+            flaky.close()
+
+
 class PythonClient(unittest.TestCase):
     def setUp(self):
         self.srv = Server().__enter__()
