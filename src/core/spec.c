@@ -230,6 +230,20 @@ int bso_job_spec_validate(struct bso_job_spec *spec, struct bso_spec_errors *err
     return errs->n == 0 ? 0 : BSO_EINVAL;
 }
 
+const char *bso_policy_name(int policy)
+{
+    return policy == BSO_POLICY_BSO ? "bso" : "zeus";
+}
+
+int bso_policy_parse(const char *name)
+{
+    if (strcmp(name, "zeus") == 0)
+        return BSO_POLICY_ZEUS;
+    if (strcmp(name, "bso") == 0)
+        return BSO_POLICY_BSO;
+    return -1;
+}
+
 int bso_job_spec_index(const struct bso_job_spec *spec, int64_t bs)
 {
     size_t lo = 0, hi = spec->n_batch_sizes;
@@ -263,5 +277,5 @@ bool bso_job_spec_equal(const struct bso_job_spec *a, const struct bso_job_spec 
            a->max_epochs == b->max_epochs && a->num_pruning_rounds == b->num_pruning_rounds &&
            a->window_size == b->window_size && a->mab_prior_mean == b->mab_prior_mean &&
            a->mab_prior_precision == b->mab_prior_precision &&
-           a->mab_num_explorations == b->mab_num_explorations;
+           a->mab_num_explorations == b->mab_num_explorations && a->policy == b->policy;
 }

@@ -20,6 +20,14 @@
 #define BSO_GPU_MODEL_MAX 128
 #define BSO_MAX_PRUNING_ROUNDS 64
 
+/* Which policy a job runs. Zeus's exactly, or BSO's own (see docs/policy.md). */
+enum bso_policy { BSO_POLICY_ZEUS = 0, BSO_POLICY_BSO = 1 };
+
+/* "zeus" or "bso". */
+const char *bso_policy_name(int policy);
+/* Parses a policy name; -1 when unknown. */
+int bso_policy_parse(const char *name);
+
 struct bso_job_spec {
     /* GpuConfig */
     double max_power; /* W, summed over the job's GPUs */
@@ -45,6 +53,8 @@ struct bso_job_spec {
     int64_t mab_num_explorations;
     bool has_mab_seed;
     int64_t mab_seed;
+    /* BSO's own field (Zeus clients do not send it). */
+    int policy; /* enum bso_policy */
 };
 
 /* One validation failure, shaped like a pydantic v1 error so the server can answer as Zeus. */

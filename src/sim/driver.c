@@ -1,0 +1,196 @@
+/* The policy drivers of the replay: the core in-process, or a live server over HTTP. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bso/client.h"
+#include "core/job.h"
+#include "sim/sim.h"
+
+/* The job specification the replay registers. */
+static int make_spec(const struct sim_job *job, const struct sim_options *opt,
+                     struct bso_job_spec *spec, char *err, size_t errcap)
+{
+    bso_job_spec_defaults(spec);
+    struct bso_spec_errors errs = {0};
+    int64_t sizes[SIM_MAX_BS];
+    for (size_t i = 0; i < job->n_bs; i++)
+        sizes[i] = job->bs[i].bs;
+    bso_job_spec_set_batch_sizes(spec, sizes, job->n_bs, &errs);
+    bso_job_spec_set_text(spec, BSO_SPEC_JOB_ID_PREFIX, "sim", 3, &errs);
+    bso_job_spec_set_text(spec, BSO_SPEC_GPU_MODEL, job->gpu, strlen(job->gpu), &errs);
+    spec->default_batch_size = job->default_bs;
+    spec->eta_knob = opt->eta;
+    spec->has_beta_knob = opt->beta > 0;
+    spec->beta_knob = opt->beta;
+    spec->target_metric = job->w.target;
+    spec->higher_is_better_metric = job->w.higher_is_better;
+    spec->max_epochs = job->w.max_epochs;
+    spec->max_power = job->max_power;
+    spec->number_of_gpus = 1;
+    spec->has_mab_seed = true;
+    spec->mab_seed = opt->seed;
+    spec->policy = opt->policy;
+    if (bso_job_spec_validate(spec, &errs) < 0) {
+        snprintf(err, errcap, "invalid job: %s: %.400s", errs.e[0].field, errs.e[0].msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- in-process ---- */
+
+struct local {
+    struct bso_job job;
+    struct bso_trial trial; /* the run in flight (the replay runs one at a time) */
+    char *err;
+};
+
+static int local_predict(void *ctx, int64_t *bs, int64_t *trial)
+{
+    struct local *l = ctx;
+    unsigned changed;
+    if (bso_job_predict(&l->job, &l->trial, &changed) < 0) {
+        snprintf(l->err, 512, "%s", bso_job_errmsg(&l->job));
+        return -1;
+    }
+    *bs = l->trial.batch_size;
+    *trial = l->trial.number;
+    return 0;
+}
+
+static int local_report(void *ctx, int64_t bs, int64_t trial, double time, double energy,
+                        double metric, int64_t epoch, bool *stop, bool *converged)
+{
+    (void)bs;
+    (void)trial;
+    struct local *l = ctx;
+    struct bso_report r = {
+        .time = time, .energy = energy, .metric = metric, .current_epoch = epoch};
+    struct bso_decision d;
+    unsigned changed;
+    size_t arm;
+    if (bso_job_report(&l->job, &l->trial, &r, &d, &changed, &arm) < 0) {
+        snprintf(l->err, 512, "%s", bso_job_errmsg(&l->job));
+        return -1;
+    }
+    *stop = d.stop_train;
+    *converged = d.converged;
+    return 0;
+}
+
+static void local_close(void *ctx)
+{
+    struct local *l = ctx;
+    bso_job_clear(&l->job);
+    free(l);
+}
+
+/* ---- over HTTP ---- */
+
+struct remote {
+    bso_client *c;
+    char job_id[BSO_CLIENT_ID_MAX];
+    char *err;
+};
+
+static int remote_predict(void *ctx, int64_t *bs, int64_t *trial)
+{
+    struct remote *r = ctx;
+    if (bso_client_next(r->c, r->job_id, bs, trial) < 0) {
+        snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
+        return -1;
+    }
+    return 0;
+}
+
+static int remote_report(void *ctx, int64_t bs, int64_t trial, double time, double energy,
+                         double metric, int64_t epoch, bool *stop, bool *converged)
+{
+    struct remote *r = ctx;
+    struct bso_report_answer a;
+    if (bso_client_report(r->c, r->job_id, bs, trial, time, energy, metric, epoch, "trace", &a) <
+        0) {
+        snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
+        return -1;
+    }
+    *stop = a.stop_train;
+    *converged = a.converged;
+    return 0;
+}
+
+static void remote_close(void *ctx)
+{
+    struct remote *r = ctx;
+    bso_client_delete(r->c, r->job_id);
+    bso_client_free(r->c);
+    free(r);
+}
+
+/* The spec as the JSON a client registers. */
+static void spec_json(const struct bso_job_spec *s, const char *job_id, char *buf, size_t cap)
+{
+    size_t o = (size_t)snprintf(buf, cap,
+                                "{\"job_id\":\"%s\",\"job_id_prefix\":\"sim\","
+                                "\"batch_sizes\":[",
+                                job_id);
+    for (size_t i = 0; i < s->n_batch_sizes; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%" PRId64, i ? "," : "", s->batch_sizes[i]);
+    char beta[32] = "null";
+    if (s->has_beta_knob)
+        snprintf(beta, sizeof beta, "%.17g", s->beta_knob);
+    snprintf(buf + o, cap - o,
+             "],\"default_batch_size\":%" PRId64 ",\"eta_knob\":%.17g,\"beta_knob\":%s,"
+             "\"target_metric\":%.17g,\"higher_is_better_metric\":%s,\"max_epochs\":%" PRId64
+             ",\"mab_seed\":%" PRId64 ",\"max_power\":%.17g,\"number_of_gpus\":1,"
+             "\"gpu_model\":\"%s\",\"policy\":\"%s\"}",
+             s->default_batch_size, s->eta_knob, beta, s->target_metric,
+             s->higher_is_better_metric ? "true" : "false", s->max_epochs, s->mab_seed,
+             s->max_power, s->gpu_model, bso_policy_name(s->policy));
+}
+
+int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
+                    const struct sim_options *opt)
+{
+    memset(drv, 0, sizeof(*drv));
+    struct bso_job_spec spec;
+    if (make_spec(job, opt, &spec, drv->err, sizeof drv->err) < 0)
+        return -1;
+    if (!opt->server) {
+        struct local *l = calloc(1, sizeof(*l));
+        const uint32_t unused[1] = {0}; /* seeded specs need no entropy */
+        if (!l || bso_job_init(&l->job, &spec, unused, 1) < 0) {
+            snprintf(drv->err, sizeof drv->err, "cannot start the job");
+            free(l);
+            return -1;
+        }
+        l->err = drv->err;
+        *drv = (struct sim_driver){l, local_predict, local_report, local_close, ""};
+        l->err = drv->err;
+        return 0;
+    }
+    struct remote *r = calloc(1, sizeof(*r));
+    if (!r || bso_client_new(opt->server, &r->c) < 0) {
+        snprintf(drv->err, sizeof drv->err, "cannot create a client for %s", opt->server);
+        free(r);
+        return -1;
+    }
+    char id[160], body[8192];
+    snprintf(id, sizeof id, "sim-%s-%s-%s-%s-%" PRId64 "-%lld", job->w.dataset, job->gpu,
+             bso_policy_name(opt->policy), opt->jit ? "jit" : "max", opt->seed,
+             (long long)getpid());
+    spec_json(&spec, id, body, sizeof body);
+    bool created;
+    bso_client_delete(r->c, id); /* a leftover from an interrupted replay */
+    if (bso_client_register(r->c, body, r->job_id, &created) < 0) {
+        snprintf(drv->err, sizeof drv->err, "%s", bso_client_errmsg(r->c));
+        bso_client_free(r->c);
+        free(r);
+        return -1;
+    }
+    *drv = (struct sim_driver){r, remote_predict, remote_report, remote_close, ""};
+    r->err = drv->err;
+    return 0;
+}

@@ -1,0 +1,184 @@
+/*
+ * bso-sim: replays recurring training jobs from traces under a policy, and says what it costs
+ * against the oracle and against always using the default batch size. See docs/policy.md.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/spec.h"
+#include "sim/report.h"
+#include "sim/sim.h"
+
+static int usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bso-sim --gpu NAME[,NAME...] [--traces DIR] [--workload NAME|all]\n"
+            "               [--workloads FILE] [--policy zeus,bso] [--power max,jit]\n"
+            "               [--recurrences N] [--seeds A-B] [--eta 0.5] [--beta 2|none]\n"
+            "               [--out DIR] [--server URL]\n"
+            "\n"
+            "Replays recurring training jobs from traces (shared/traces format) and reports the\n"
+            "cumulative cost against the oracle and against the default batch size. Traces come\n"
+            "from --traces, else BSO_TRACES, else ../shared/traces. With --server the decisions\n"
+            "come from a live bso-server over HTTP instead of the in-process policy.\n"
+            "Writes summary.csv, curves.csv and regret.svg to --out (default sim-out).\n");
+    return f == stdout ? 0 : 2;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bso-sim: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static bool parse_num(const char *s, double *v)
+{
+    char *end;
+    *v = strtod(s, &end);
+    return *s && *end == '\0' && isfinite(*v);
+}
+
+int main(int argc, char **argv)
+{
+    struct sim_plan plan;
+    memset(&plan, 0, sizeof plan);
+    const char *traces = getenv("BSO_TRACES");
+    if (!traces || !*traces)
+        traces = "../shared/traces";
+    const char *gpus = NULL, *workload = "all", *workloads_file = NULL;
+    const char *out_dir = "sim-out";
+    const char *policies = "zeus", *powers = "max";
+    plan.opt.eta = 0.5;
+    plan.opt.beta = 2.0;
+    plan.opt.recurrences = 50;
+    int64_t seed_a = 1, seed_b = 20;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return usage(stdout);
+        if (i + 1 >= argc)
+            return fail("%s needs a value (see --help)", a), 2;
+        const char *v = argv[++i];
+        double d;
+        if (strcmp(a, "--traces") == 0) {
+            traces = v;
+        } else if (strcmp(a, "--gpu") == 0) {
+            gpus = v;
+        } else if (strcmp(a, "--workload") == 0) {
+            workload = v;
+        } else if (strcmp(a, "--workloads") == 0) {
+            workloads_file = v;
+        } else if (strcmp(a, "--policy") == 0) {
+            policies = v;
+        } else if (strcmp(a, "--power") == 0) {
+            powers = v;
+        } else if (strcmp(a, "--recurrences") == 0) {
+            if (!parse_num(v, &d) || d < 1 || d > 1e6 || d != floor(d))
+                return fail("--recurrences must be a whole number from 1"), 2;
+            plan.opt.recurrences = (int64_t)d;
+        } else if (strcmp(a, "--seeds") == 0) {
+            long long x, y;
+            char extra;
+            int n = sscanf(v, "%lld-%lld%c", &x, &y, &extra);
+            if (n == 1 && sscanf(v, "%lld%c", &x, &extra) == 1)
+                y = x;
+            else if (n != 2)
+                return fail("--seeds must be A-B or A, not '%s'", v), 2;
+            if (x < 0 || y < x || y - x > 100000)
+                return fail("--seeds must be A-B with 0 <= A <= B"), 2;
+            seed_a = x;
+            seed_b = y;
+        } else if (strcmp(a, "--eta") == 0) {
+            if (!parse_num(v, &d) || d < 0 || d > 1)
+                return fail("--eta must be in [0, 1]"), 2;
+            plan.opt.eta = d;
+        } else if (strcmp(a, "--beta") == 0) {
+            if (strcmp(v, "none") == 0)
+                plan.opt.beta = 0;
+            else if (!parse_num(v, &d) || d <= 0)
+                return fail("--beta must be positive or none"), 2;
+            else
+                plan.opt.beta = d;
+        } else if (strcmp(a, "--out") == 0) {
+            out_dir = v;
+        } else if (strcmp(a, "--server") == 0) {
+            plan.opt.server = v;
+        } else {
+            return fail("unknown option '%s' (see --help)", a), 2;
+        }
+    }
+    if (!gpus)
+        return fail("--gpu is required, e.g. --gpu v100,a40 (see --help)"), 2;
+    /* Every (policy, power) combination asked for, e.g. --policy zeus,bso --power max,jit. */
+    char list_p[64], list_w[64];
+    snprintf(list_p, sizeof list_p, "%s", policies);
+    char *sp = NULL, *sw = NULL;
+    for (char *pol = strtok_r(list_p, ",", &sp); pol; pol = strtok_r(NULL, ",", &sp)) {
+        int id = bso_policy_parse(pol);
+        if (id < 0)
+            return fail("--policy takes zeus and bso, not '%s'", pol), 2;
+        snprintf(list_w, sizeof list_w, "%s", powers);
+        for (char *pw = strtok_r(list_w, ",", &sw); pw; pw = strtok_r(NULL, ",", &sw)) {
+            if (strcmp(pw, "max") && strcmp(pw, "jit"))
+                return fail("--power takes max and jit, not '%s'", pw), 2;
+            if (plan.n_arms == SIM_MAX_ARMS)
+                return fail("at most %d policy x power combinations", SIM_MAX_ARMS), 2;
+            plan.policies[plan.n_arms] = id;
+            plan.jit[plan.n_arms++] = strcmp(pw, "jit") == 0;
+        }
+    }
+
+    struct sim_workload ws[64];
+    size_t n_ws;
+    char err[512];
+    if (workloads_file) {
+        int n = sim_read_workloads(workloads_file, ws, 64, err, sizeof err);
+        if (n < 0)
+            return fail("%s", err);
+        n_ws = (size_t)n;
+    } else {
+        const struct sim_workload *b = sim_builtin_workloads(&n_ws);
+        memcpy(ws, b, n_ws * sizeof *b);
+    }
+    size_t picked = 0;
+    for (size_t i = 0; i < n_ws; i++)
+        if (strcmp(workload, "all") == 0 || strcmp(workload, ws[i].dataset) == 0)
+            ws[picked++] = ws[i];
+    if (picked == 0)
+        return fail("no workload named '%s' (known: all, or a dataset of the table)", workload), 2;
+
+    if (mkdir(out_dir, 0777) < 0 && errno != EEXIST)
+        return fail("cannot create %s: %s", out_dir, strerror(errno));
+    plan.seed_first = seed_a;
+    plan.seed_last = seed_b;
+    char gpu_list[256];
+    snprintf(gpu_list, sizeof gpu_list, "%s", gpus);
+    char *save = NULL;
+    for (char *g = strtok_r(gpu_list, ",", &save); g; g = strtok_r(NULL, ",", &save))
+        for (size_t i = 0; i < picked; i++) {
+            if (plan.n_jobs == SIM_MAX_JOBS)
+                return fail("too many workload x GPU pairs");
+            if (sim_load(traces, g, &ws[i], &plan.jobs[plan.n_jobs], err, sizeof err) < 0)
+                return fail("%s", err);
+            plan.n_jobs++;
+        }
+    if (sim_plan_run(&plan, err, sizeof err) < 0)
+        return fail("%s", err);
+    sim_print_table(&plan, stdout);
+    if (sim_write_outputs(&plan, out_dir, err, sizeof err) < 0)
+        return fail("%s", err);
+    sim_plan_free(&plan);
+    return 0;
+}

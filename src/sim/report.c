@@ -1,0 +1,206 @@
+/* Running a replay plan and writing its figures; see report.h. */
+#include "sim/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/spec.h"
+
+int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
+{
+    const int64_t n_seeds = plan->seed_last - plan->seed_first + 1;
+    const int64_t n = plan->opt.recurrences;
+    for (size_t j = 0; j < plan->n_jobs; j++) {
+        for (size_t a = 0; a < plan->n_arms; a++) {
+            struct sim_cell *cell = &plan->cells[j][a];
+            struct sim_options opt = plan->opt;
+            opt.policy = plan->policies[a];
+            opt.jit = plan->jit[a];
+            sim_reference_costs(&plan->jobs[j], opt.eta, opt.jit, &cell->oracle, &cell->base);
+            cell->curve = calloc((size_t)n, sizeof(double));
+            if (!cell->curve) {
+                snprintf(err, errcap, "out of memory");
+                return -1;
+            }
+            double sum = 0, sum2 = 0;
+            for (int64_t s = plan->seed_first; s <= plan->seed_last; s++) {
+                struct sim_result res;
+                opt.seed = s;
+                if (sim_run(&plan->jobs[j], &opt, &res, err, errcap) < 0) {
+                    free(res.cost);
+                    return -1;
+                }
+                sum += res.cumulative;
+                sum2 += res.cumulative * res.cumulative;
+                cell->settle += (double)res.settle / (double)n_seeds;
+                cell->failed += (double)res.failed_runs / (double)n_seeds;
+                for (int64_t r = 0; r < n; r++)
+                    cell->curve[r] += res.cost[r] / (double)n_seeds;
+                free(res.cost);
+            }
+            cell->mean = sum / (double)n_seeds;
+            double var = sum2 / (double)n_seeds - cell->mean * cell->mean;
+            cell->sd = var > 0 ? sqrt(var) : 0;
+        }
+    }
+    return 0;
+}
+
+void sim_plan_free(struct sim_plan *plan)
+{
+    for (size_t j = 0; j < plan->n_jobs; j++)
+        for (size_t a = 0; a < plan->n_arms; a++)
+            free(plan->cells[j][a].curve);
+}
+
+static double vs_oracle(const struct sim_plan *p, const struct sim_cell *c)
+{
+    return c->mean / ((double)p->opt.recurrences * c->oracle);
+}
+
+static double vs_base(const struct sim_plan *p, const struct sim_cell *c)
+{
+    return c->mean / ((double)p->opt.recurrences * c->base);
+}
+
+static const char *arm_name(const struct sim_plan *p, size_t a, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/%s", bso_policy_name(p->policies[a]), p->jit[a] ? "jit" : "max");
+    return buf;
+}
+
+void sim_print_table(const struct sim_plan *p, FILE *f)
+{
+    fprintf(f, "%-14s %-6s %-9s %10s %10s %9s %8s %7s\n", "workload", "gpu", "policy", "vs oracle",
+            "vs base", "settle", "failed", "N");
+    for (size_t a = 0; a < p->n_arms; a++) {
+        char name[32];
+        double log_o = 0, log_b = 0;
+        for (size_t j = 0; j < p->n_jobs; j++) {
+            const struct sim_cell *c = &p->cells[j][a];
+            fprintf(f, "%-14s %-6s %-9s %10.4f %10.4f %9.1f %8.2f %7lld\n", p->jobs[j].w.dataset,
+                    p->jobs[j].gpu, arm_name(p, a, name, sizeof name), vs_oracle(p, c),
+                    vs_base(p, c), c->settle, c->failed, (long long)p->opt.recurrences);
+            log_o += log(vs_oracle(p, c));
+            log_b += log(vs_base(p, c));
+        }
+        fprintf(f, "%-14s %-6s %-9s %10.4f %10.4f\n\n", "geomean", "", name,
+                exp(log_o / (double)p->n_jobs), exp(log_b / (double)p->n_jobs));
+    }
+}
+
+static FILE *open_out(const char *dir, const char *name, char *err, size_t errcap)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        snprintf(err, errcap, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+/* Small multiples: one panel per workload x GPU, one line per (policy, power): cumulative
+ * regret in units of the oracle's cost (how many extra recurrences' worth it paid). */
+static void write_svg(const struct sim_plan *p, FILE *f)
+{
+    static const char *const colors[] = {"#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"};
+    const int cols = 4, pw = 260, ph = 190, pad = 40;
+    const int rows = (int)((p->n_jobs + (size_t)cols - 1) / (size_t)cols);
+    const int width = cols * pw, height = rows * ph + 40;
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"11\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            width, height);
+    for (size_t a = 0; a < p->n_arms; a++) {
+        char name[32];
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n", 10 + (int)a * 140,
+                height - 12, colors[a % 4], arm_name(p, a, name, sizeof name));
+    }
+    const int64_t n = p->opt.recurrences;
+    for (size_t j = 0; j < p->n_jobs; j++) {
+        const int x0 = (int)(j % (size_t)cols) * pw + pad, y0 = (int)(j / (size_t)cols) * ph + 20;
+        const int w = pw - pad - 10, h = ph - 50;
+        double ymax = 0.5;
+        for (size_t a = 0; a < p->n_arms; a++) {
+            const struct sim_cell *c = &p->cells[j][a];
+            double acc = 0;
+            for (int64_t r = 0; r < n; r++) {
+                acc += (c->curve[r] - c->oracle) / c->oracle;
+                if (acc > ymax)
+                    ymax = acc;
+            }
+        }
+        fprintf(f, "<text x=\"%d\" y=\"%d\">%s / %s</text>\n", x0, y0 - 5, p->jobs[j].w.dataset,
+                p->jobs[j].gpu);
+        fprintf(f,
+                "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                "stroke=\"#999\"/>\n",
+                x0, y0, w, h);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.1f</text>\n", x0 - 3, y0 + 10,
+                ymax);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">0</text>\n", x0 - 3, y0 + h);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%lld</text>\n", x0 + w, y0 + h + 13,
+                (long long)n);
+        for (size_t a = 0; a < p->n_arms; a++) {
+            const struct sim_cell *c = &p->cells[j][a];
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                    colors[a % 4]);
+            double acc = 0;
+            for (int64_t r = 0; r < n; r++) {
+                acc += (c->curve[r] - c->oracle) / c->oracle;
+                double y = acc < 0 ? 0 : acc;
+                fprintf(f, "%.1f,%.1f ", x0 + (double)w * (double)(r + 1) / (double)n,
+                        y0 + h - (double)h * y / ymax);
+            }
+            fprintf(f, "\"/>\n");
+        }
+    }
+    fprintf(f,
+            "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">cumulative regret, in oracle "
+            "recurrences, vs recurrence</text>\n</svg>\n",
+            width - 10, height - 12);
+}
+
+int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size_t errcap)
+{
+    FILE *s = open_out(dir, "summary.csv", err, errcap);
+    if (!s)
+        return -1;
+    fprintf(s, "workload,gpu,policy,power,recurrences,seeds,cost_mean,cost_sd,oracle_cost,"
+               "base_cost,ratio_vs_oracle,ratio_vs_base,settle_recurrences,failed_runs\n");
+    for (size_t a = 0; a < p->n_arms; a++)
+        for (size_t j = 0; j < p->n_jobs; j++) {
+            const struct sim_cell *c = &p->cells[j][a];
+            fprintf(s, "%s,%s,%s,%s,%lld,%lld-%lld,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.2f,%.2f\n",
+                    p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(p->policies[a]),
+                    p->jit[a] ? "jit" : "max", (long long)p->opt.recurrences,
+                    (long long)p->seed_first, (long long)p->seed_last, c->mean, c->sd, c->oracle,
+                    c->base, vs_oracle(p, c), vs_base(p, c), c->settle, c->failed);
+        }
+    fclose(s);
+    FILE *cv = open_out(dir, "curves.csv", err, errcap);
+    if (!cv)
+        return -1;
+    fprintf(cv, "workload,gpu,policy,power,recurrence,mean_cost,cumulative_regret\n");
+    for (size_t a = 0; a < p->n_arms; a++)
+        for (size_t j = 0; j < p->n_jobs; j++) {
+            const struct sim_cell *c = &p->cells[j][a];
+            double acc = 0;
+            for (int64_t r = 0; r < p->opt.recurrences; r++) {
+                acc += c->curve[r] - c->oracle;
+                fprintf(cv, "%s,%s,%s,%s,%lld,%.6g,%.6g\n", p->jobs[j].w.dataset, p->jobs[j].gpu,
+                        bso_policy_name(p->policies[a]), p->jit[a] ? "jit" : "max",
+                        (long long)r + 1, c->curve[r], acc);
+            }
+        }
+    fclose(cv);
+    FILE *svg = open_out(dir, "regret.svg", err, errcap);
+    if (!svg)
+        return -1;
+    write_svg(p, svg);
+    fclose(svg);
+    return 0;
+}

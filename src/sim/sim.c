@@ -1,0 +1,196 @@
+/* The replay engine; see sim.h. */
+#include "sim/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cost.h"
+#include "core/rng.h"
+
+static double epoch_cost(const struct sim_job *job, size_t b, size_t p, double eta)
+{
+    const struct sim_bs *s = &job->bs[b];
+    return bso_cost(s->time_per_epoch[p] * s->power[p], s->time_per_epoch[p], eta, job->max_power);
+}
+
+double sim_expected_cost(const struct sim_job *job, size_t b, size_t p, double eta)
+{
+    const struct sim_bs *s = &job->bs[b];
+    double epochs = 0;
+    size_t reaching = 0;
+    for (size_t i = 0; i < s->n_paths; i++) {
+        int64_t te = s->target_epoch[i];
+        if (te > 0 && te <= job->w.max_epochs) {
+            epochs += (double)te;
+            reaching++;
+        } else {
+            epochs += (double)job->w.max_epochs;
+        }
+    }
+    if (reaching == 0)
+        return INFINITY;
+    return epochs / (double)reaching * epoch_cost(job, b, p, eta);
+}
+
+/* The power-limit index that minimises the cost of an epoch of batch size b. */
+static size_t best_pl(const struct sim_job *job, size_t b, double eta)
+{
+    size_t best = job->bs[b].n_pl - 1;
+    for (size_t p = 0; p < job->bs[b].n_pl; p++)
+        if (epoch_cost(job, b, p, eta) < epoch_cost(job, b, best, eta))
+            best = p;
+    return best;
+}
+
+void sim_reference_costs(const struct sim_job *job, double eta, bool jit, double *oracle,
+                         double *base)
+{
+    *oracle = INFINITY;
+    *base = INFINITY;
+    for (size_t b = 0; b < job->n_bs; b++) {
+        const size_t maxp = job->bs[b].n_pl - 1;
+        const size_t p = jit ? best_pl(job, b, eta) : maxp;
+        double c = sim_expected_cost(job, b, p, eta);
+        if (c < *oracle)
+            *oracle = c;
+        if (job->bs[b].bs == job->default_bs)
+            *base = sim_expected_cost(job, b, maxp, eta);
+    }
+}
+
+static size_t bs_index(const struct sim_job *job, int64_t bs)
+{
+    for (size_t b = 0; b < job->n_bs; b++)
+        if (job->bs[b].bs == bs)
+            return b;
+    return SIZE_MAX;
+}
+
+/* FNV-1a, to fold the workload's name into the common random numbers' seed. */
+static uint32_t fnv(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* The training path of the k-th run at batch size index b: drawn from a stream seeded by
+ * (seed, workload, batch size, k) only, so every policy meets the same paths. */
+static int64_t path_epoch(const struct sim_job *job, int64_t seed, size_t b, int64_t k)
+{
+    const struct sim_bs *s = &job->bs[b];
+    const uint32_t words[6] = {(uint32_t)seed,      (uint32_t)((uint64_t)seed >> 32),
+                               fnv(job->w.dataset), fnv(job->w.network),
+                               (uint32_t)s->bs,     (uint32_t)k};
+    bso_rng rng;
+    bso_rng_seed_words(&rng, words, 6);
+    return s->target_epoch[bso_rng_bounded(&rng, s->n_paths - 1)];
+}
+
+struct run_state {
+    int64_t runs_at[SIM_MAX_BS]; /* how many runs each batch size has had */
+    bool profiled[SIM_MAX_BS];   /* jit: the first epoch at this size profiled the limits */
+};
+
+/* One run: its cost, its batch size, and whether it reached the target. */
+static int run_once(const struct sim_job *job, const struct sim_options *opt,
+                    struct sim_driver *drv, struct run_state *st, double *cost, int64_t *bs_out,
+                    bool *reached, char *err, size_t errcap)
+{
+    int64_t bs, trial;
+    if (drv->predict(drv->ctx, &bs, &trial) < 0) {
+        snprintf(err, errcap, "%s", drv->err);
+        return -1;
+    }
+    const size_t b = bs_index(job, bs);
+    if (b == SIZE_MAX) {
+        snprintf(err, errcap, "the policy chose batch size %lld, which has no trace",
+                 (long long)bs);
+        return -1;
+    }
+    const struct sim_bs *s = &job->bs[b];
+    const int64_t te = path_epoch(job, opt->seed, b, st->runs_at[b]++);
+    const size_t maxp = s->n_pl - 1;
+    const size_t p = opt->jit ? best_pl(job, b, opt->eta) : maxp;
+    double time = 0, energy = 0;
+    const double off = job->w.higher_is_better ? job->w.target - 1 : job->w.target + 1;
+    *reached = false;
+    for (int64_t e = 1; e <= 4 * job->w.max_epochs; e++) {
+        if (opt->jit && !st->profiled[b]) {
+            /* The first epoch at a new size profiles every limit: charged at their mean. */
+            double t = 0, j = 0;
+            for (size_t k = 0; k < s->n_pl; k++) {
+                t += s->time_per_epoch[k];
+                j += s->time_per_epoch[k] * s->power[k];
+            }
+            time += t / (double)s->n_pl;
+            energy += j / (double)s->n_pl;
+            st->profiled[b] = true;
+        } else {
+            time += s->time_per_epoch[p];
+            energy += s->time_per_epoch[p] * s->power[p];
+        }
+        *reached = te > 0 && e >= te;
+        bool stop, converged;
+        if (drv->report(drv->ctx, bs, trial, time, energy, *reached ? job->w.target : off, e, &stop,
+                        &converged) < 0) {
+            snprintf(err, errcap, "%s", drv->err);
+            return -1;
+        }
+        if (stop)
+            break;
+    }
+    *cost = bso_cost(energy, time, opt->eta, job->max_power);
+    *bs_out = bs;
+    return 0;
+}
+
+int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim_result *res,
+            char *err, size_t errcap)
+{
+    memset(res, 0, sizeof(*res));
+    res->cost = calloc((size_t)opt->recurrences, sizeof(double));
+    if (!res->cost) {
+        snprintf(err, errcap, "out of memory");
+        return -1;
+    }
+    struct sim_driver drv;
+    if (sim_driver_open(&drv, job, opt) < 0) {
+        snprintf(err, errcap, "%s", drv.err);
+        return -1;
+    }
+    struct run_state st;
+    memset(&st, 0, sizeof st);
+    int64_t last_bs = -1;
+    int rc = 0;
+    for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
+        bool reached = false;
+        int attempts = 0;
+        while (!reached && rc == 0) {
+            double c;
+            if (++attempts > 1000) {
+                snprintf(err, errcap, "recurrence %lld: no run reached the target in 1000 tries",
+                         (long long)r + 1);
+                rc = -1;
+                break;
+            }
+            int64_t bs;
+            rc = run_once(job, opt, &drv, &st, &c, &bs, &reached, err, errcap);
+            if (rc < 0)
+                break;
+            res->cost[r] += c;
+            if (!reached) {
+                res->failed_runs++;
+            } else if (bs != last_bs) {
+                last_bs = bs;
+                res->settle = r + 1;
+            }
+        }
+        res->cumulative += res->cost[r];
+    }
+    drv.close(drv.ctx);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/*
+ * Trace replay of a recurring job (bso-sim's engine). Each recurrence asks the policy for a
+ * batch size, runs it epoch by epoch on one sampled training path, reporting cumulative time,
+ * energy and whether the target was reached, and stops when the policy says so; a run that did
+ * not reach the target is followed by another in the same recurrence.
+ */
+#ifndef BSO_SIM_SIM_H
+#define BSO_SIM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/traces.h"
+
+/* The policy being replayed, behind three calls: in-process (the core) or over HTTP. */
+struct sim_driver {
+    void *ctx;
+    int (*predict)(void *ctx, int64_t *bs, int64_t *trial);
+    int (*report)(void *ctx, int64_t bs, int64_t trial, double time, double energy, double metric,
+                  int64_t epoch, bool *stop, bool *converged);
+    void (*close)(void *ctx);
+    char err[512];
+};
+
+struct sim_options {
+    double eta;
+    double beta; /* <= 0: early stopping off */
+    bool jit;    /* --power jit */
+    int64_t recurrences;
+    int64_t seed;
+    int policy;         /* enum bso_policy */
+    const char *server; /* NULL: in-process */
+};
+
+struct sim_result {
+    double *cost; /* per recurrence (caller frees) */
+    double cumulative;
+    int64_t failed_runs;
+    int64_t settle; /* recurrences until the successful batch size stopped changing */
+};
+
+/* Opens the driver for one seeded job on `job`. 0, or -1 with drv->err set. */
+int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
+                    const struct sim_options *opt);
+
+/* Replays opt->recurrences recurrences. 0, or -1 with err. */
+int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim_result *res,
+            char *err, size_t errcap);
+
+/* Expected cost to reach the target with batch size index b at power-limit index p (the
+ * issue's definition: expected epochs per success times the cost of an epoch); +inf when no
+ * path reaches. */
+double sim_expected_cost(const struct sim_job *job, size_t b, size_t p, double eta);
+/* The oracle (best batch size at max power, or best pair with jit) and the base (default batch
+ * size at max power). */
+void sim_reference_costs(const struct sim_job *job, double eta, bool jit, double *oracle,
+                         double *base);
+
+#endif

@@ -1,0 +1,283 @@
+/* Trace loading; see traces.h. */
+#include "sim/traces.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const struct sim_workload builtin[] = {
+    {"cifar100", "shufflenetv2", "adadelta", 0.60, true, 100, 1024},
+    {"imagenet", "resnet50", "adadelta", 0.65, true, 100, 256},
+    {"squad", "bert_base_uncased", "adamw", 84.0, true, 6, 32},
+    {"librispeech", "deepspeech2", "adamw", 40.0, false, 16, 192},
+    {"movielens-1m", "ncf", "adam", 0.41, true, 100, 1024},
+    {"sentiment140", "bert_base_uncased", "adamw", 0.84, true, 10, 128},
+};
+
+const struct sim_workload *sim_builtin_workloads(size_t *n)
+{
+    *n = sizeof builtin / sizeof *builtin;
+    return builtin;
+}
+
+/* A CSV file read line by line, with the columns named by its header. */
+struct csv {
+    FILE *f;
+    const char *path;
+    int line;
+    char buf[1024];
+    char *field[16];
+    int n;
+    int col[16]; /* column index of each wanted name */
+};
+
+static int split(struct csv *c)
+{
+    c->n = 0;
+    char *p = c->buf;
+    p[strcspn(p, "\r\n")] = '\0';
+    for (;;) {
+        if (c->n == 16)
+            return -1;
+        c->field[c->n++] = p;
+        char *comma = strchr(p, ',');
+        if (!comma)
+            return 0;
+        *comma = '\0';
+        p = comma + 1;
+    }
+}
+
+/* Opens path and maps each name in wanted to its column. */
+static int csv_open(struct csv *c, const char *path, const char *const *wanted, int n_wanted,
+                    char *err, size_t errcap)
+{
+    memset(c, 0, sizeof(*c));
+    c->path = path;
+    c->f = fopen(path, "r");
+    if (!c->f) {
+        snprintf(err, errcap, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!fgets(c->buf, sizeof c->buf, c->f) || split(c) < 0) {
+        snprintf(err, errcap, "%s: no header line", path);
+        fclose(c->f);
+        return -1;
+    }
+    c->line = 1;
+    for (int i = 0; i < n_wanted; i++) {
+        c->col[i] = -1;
+        for (int k = 0; k < c->n; k++)
+            if (strcmp(c->field[k], wanted[i]) == 0)
+                c->col[i] = k;
+        if (c->col[i] < 0) {
+            snprintf(err, errcap, "%s: the header has no column '%s'", path, wanted[i]);
+            fclose(c->f);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The next row; 1, 0 at the end, -1 with err on a malformed line. */
+static int csv_next(struct csv *c, int n_wanted, char *err, size_t errcap)
+{
+    if (!fgets(c->buf, sizeof c->buf, c->f))
+        return 0;
+    c->line++;
+    if (split(c) < 0) {
+        snprintf(err, errcap, "%s:%d: too many columns", c->path, c->line);
+        return -1;
+    }
+    for (int i = 0; i < n_wanted; i++)
+        if (c->col[i] >= c->n) {
+            snprintf(err, errcap, "%s:%d: missing columns", c->path, c->line);
+            return -1;
+        }
+    return 1;
+}
+
+static const char *cell(struct csv *c, int i)
+{
+    return c->field[c->col[i]];
+}
+
+static bool number(const char *s, double *v)
+{
+    char *end;
+    *v = strtod(s, &end);
+    return *s && *end == '\0';
+}
+
+int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, char *err,
+                       size_t errcap)
+{
+    static const char *const cols[] = {"dataset",           "network",          "optimizer",
+                                       "target_metric",     "higher_is_better", "max_epochs",
+                                       "default_batch_size"};
+    struct csv c;
+    if (csv_open(&c, path, cols, 7, err, errcap) < 0)
+        return -1;
+    int n = 0, rc;
+    while ((rc = csv_next(&c, 7, err, errcap)) > 0) {
+        if ((size_t)n == cap) {
+            snprintf(err, errcap, "%s: more than %zu workloads", path, cap);
+            rc = -1;
+            break;
+        }
+        struct sim_workload *w = &out[n];
+        double target, max_epochs, def;
+        const char *hib = cell(&c, 4);
+        if (!number(cell(&c, 3), &target) || !number(cell(&c, 5), &max_epochs) ||
+            !number(cell(&c, 6), &def) || max_epochs < 1 || def < 1 ||
+            (strcasecmp(hib, "true") && strcasecmp(hib, "false"))) {
+            snprintf(err, errcap, "%s:%d: expected numbers and true/false", path, c.line);
+            rc = -1;
+            break;
+        }
+        snprintf(w->dataset, sizeof w->dataset, "%s", cell(&c, 0));
+        snprintf(w->network, sizeof w->network, "%s", cell(&c, 1));
+        snprintf(w->optimizer, sizeof w->optimizer, "%s", cell(&c, 2));
+        w->target = target;
+        w->higher_is_better = strcasecmp(hib, "true") == 0;
+        w->max_epochs = (int64_t)max_epochs;
+        w->default_bs = (int64_t)def;
+        n++;
+    }
+    fclose(c.f);
+    return rc < 0 ? -1 : n;
+}
+
+static bool same_workload(struct csv *c, const struct sim_workload *w)
+{
+    return strcmp(cell(c, 0), w->dataset) == 0 && strcmp(cell(c, 1), w->network) == 0 &&
+           strcmp(cell(c, 3), w->optimizer) == 0;
+}
+
+static struct sim_bs *bs_slot(struct sim_job *job, int64_t bs, bool create)
+{
+    for (size_t i = 0; i < job->n_bs; i++)
+        if (job->bs[i].bs == bs)
+            return &job->bs[i];
+    if (!create || job->n_bs == SIM_MAX_BS)
+        return NULL;
+    struct sim_bs *b = &job->bs[job->n_bs++];
+    memset(b, 0, sizeof(*b));
+    b->bs = bs;
+    return b;
+}
+
+static int cmp_bs(const void *a, const void *b)
+{
+    int64_t x = ((const struct sim_bs *)a)->bs, y = ((const struct sim_bs *)b)->bs;
+    return (x > y) - (x < y);
+}
+
+int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, struct sim_job *job,
+             char *err, size_t errcap)
+{
+    memset(job, 0, sizeof(*job));
+    job->w = *w;
+    snprintf(job->gpu, sizeof job->gpu, "%s", gpu);
+    char path[4096];
+
+    /* Power first: it decides which batch sizes this GPU has. */
+    static const char *const pcols[] = {"dataset",      "network",     "batch_size",
+                                        "optimizer",    "power_limit", "time_per_epoch",
+                                        "average_power"};
+    struct csv c;
+    snprintf(path, sizeof path, "%s/summary_power_%s.csv", dir, gpu);
+    if (csv_open(&c, path, pcols, 7, err, errcap) < 0)
+        return -1;
+    int rc;
+    while ((rc = csv_next(&c, 7, err, errcap)) > 0) {
+        if (!same_workload(&c, w))
+            continue;
+        double bs, pl, t, p;
+        if (!number(cell(&c, 2), &bs) || !number(cell(&c, 4), &pl) || !number(cell(&c, 5), &t) ||
+            !number(cell(&c, 6), &p) || t <= 0 || p <= 0 || pl <= 0) {
+            snprintf(err, errcap, "%s:%d: expected positive numbers", path, c.line);
+            rc = -1;
+            break;
+        }
+        struct sim_bs *b = bs_slot(job, (int64_t)bs, true);
+        if (!b || b->n_pl == SIM_MAX_PL) {
+            snprintf(err, errcap, "%s: too many batch sizes or power limits", path);
+            rc = -1;
+            break;
+        }
+        /* Keep power limits ascending. */
+        size_t k = b->n_pl++;
+        while (k > 0 && b->pl[k - 1] > pl) {
+            b->pl[k] = b->pl[k - 1];
+            b->time_per_epoch[k] = b->time_per_epoch[k - 1];
+            b->power[k] = b->power[k - 1];
+            k--;
+        }
+        b->pl[k] = pl;
+        b->time_per_epoch[k] = t;
+        b->power[k] = p;
+        if (pl > job->max_power)
+            job->max_power = pl;
+    }
+    fclose(c.f);
+    if (rc < 0)
+        return -1;
+    if (job->n_bs == 0) {
+        snprintf(err, errcap, "%s has no rows for %s/%s/%s", path, w->dataset, w->network,
+                 w->optimizer);
+        return -1;
+    }
+
+    static const char *const tcols[] = {"dataset",   "network",       "batch_size",
+                                        "optimizer", "target_metric", "target_epoch"};
+    snprintf(path, sizeof path, "%s/summary_train.csv", dir);
+    if (csv_open(&c, path, tcols, 6, err, errcap) < 0)
+        return -1;
+    while ((rc = csv_next(&c, 6, err, errcap)) > 0) {
+        double bs, target, epoch = -1;
+        if (!same_workload(&c, w) || !number(cell(&c, 4), &target) ||
+            target < w->target - 1e-9 * (1 + w->target) ||
+            target > w->target + 1e-9 * (1 + w->target))
+            continue;
+        if (!number(cell(&c, 2), &bs) || (*cell(&c, 5) && !number(cell(&c, 5), &epoch))) {
+            snprintf(err, errcap, "%s:%d: expected numbers", path, c.line);
+            rc = -1;
+            break;
+        }
+        struct sim_bs *b = bs_slot(job, (int64_t)bs, false);
+        if (!b || b->n_paths == SIM_MAX_PATHS)
+            continue; /* no power data for this size on this GPU */
+        b->target_epoch[b->n_paths++] = *cell(&c, 5) ? (int64_t)epoch : -1;
+    }
+    fclose(c.f);
+    if (rc < 0)
+        return -1;
+    /* Keep the batch sizes that have both power data and runs. */
+    size_t kept = 0;
+    for (size_t i = 0; i < job->n_bs; i++)
+        if (job->bs[i].n_paths > 0)
+            job->bs[kept++] = job->bs[i];
+    job->n_bs = kept;
+    if (kept == 0) {
+        snprintf(err, errcap, "%s has no runs of %s/%s/%s with target %g", path, w->dataset,
+                 w->network, w->optimizer, w->target);
+        return -1;
+    }
+    qsort(job->bs, job->n_bs, sizeof job->bs[0], cmp_bs);
+    /* The default, capped at the largest batch size the GPU trace has (README). */
+    job->default_bs = w->default_bs;
+    if (job->default_bs > job->bs[job->n_bs - 1].bs)
+        job->default_bs = job->bs[job->n_bs - 1].bs;
+    bool found = false;
+    for (size_t i = 0; i < job->n_bs; i++)
+        found |= job->bs[i].bs == job->default_bs;
+    if (!found) {
+        snprintf(err, errcap, "%s/%s: the default batch size %lld has no data on %s", w->dataset,
+                 w->network, (long long)job->default_bs, gpu);
+        return -1;
+    }
+    return 0;
+}
