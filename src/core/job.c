@@ -23,6 +23,9 @@ __attribute__((format(printf, 3, 4))) static int fail(struct bso_job *job, int c
     return code;
 }
 
+static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct bso_report *rep,
+                      struct bso_decision *out, unsigned *changed);
+
 const char *bso_job_errmsg(const struct bso_job *job)
 {
     return job->errmsg;
@@ -144,10 +147,38 @@ static int mab_choose(struct bso_job *job, int64_t *bs, unsigned *changed)
     return 0;
 }
 
+/* Prediction under the bso policy: no pruning stage, no kept trials. */
+static int bso_predict(struct bso_job *job, struct bso_trial *t, unsigned *changed)
+{
+    const bso_rng before = job->rng;
+    int rc = bso_policy_choose(job, &t->batch_size);
+    if (rc == BSO_EPRUNED)
+        return fail(job, rc,
+                    "No batch size reached the target within max_epochs (%lld). "
+                    "Reconfigure batch_sizes or max_epochs.",
+                    (long long)job->spec.max_epochs);
+    if (rc < 0)
+        return fail(job, rc, "could not choose a batch size: %s", bso_strerror(rc));
+    const int i = bso_job_spec_index(&job->spec, t->batch_size);
+    t->type = job->stats[i].successes > 0 ? BSO_TRIAL_MAB : BSO_TRIAL_EXPLORATION;
+    if (memcmp(&before.state, &job->rng.state, sizeof before.state) != 0 ||
+        before.has_uint32 != job->rng.has_uint32)
+        *changed |= BSO_CHANGED_RNG;
+    job->last_trial_number = t->number;
+    *changed |= BSO_CHANGED_TRIAL;
+    return 0;
+}
+
 int bso_job_predict(struct bso_job *job, struct bso_trial *trial, unsigned *changed)
 {
     *changed = 0;
     struct bso_trial t = {.number = job->last_trial_number + 1, .status = BSO_TRIAL_DISPATCHED};
+    if (job->spec.policy == BSO_POLICY_BSO) {
+        int rc = bso_predict(job, &t, changed);
+        if (rc == 0)
+            *trial = t;
+        return rc;
+    }
 
     if (job->stage == BSO_STAGE_PRUNING) {
         struct bso_explore_result ex;
@@ -181,6 +212,39 @@ int bso_job_predict(struct bso_job *job, struct bso_trial *trial, unsigned *chan
     return 0;
 }
 
+/* A report under the bso policy: its own stop rules, statistics instead of arms, and a
+ * minimum over converged runs only. */
+static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct bso_report *rep,
+                      struct bso_decision *out, unsigned *changed)
+{
+    const struct bso_job_spec *sp = &job->spec;
+    const int i = bso_job_spec_index(sp, trial->batch_size);
+    if (i < 0)
+        return fail(job, BSO_ENOTFOUND, "Batch size %lld is not one of the job's.",
+                    (long long)trial->batch_size);
+    const bool reached = sp->higher_is_better_metric ? rep->metric >= sp->target_metric
+                                                     : rep->metric <= sp->target_metric;
+    bso_policy_decide(job, (size_t)i, rep, reached, out);
+    if (!out->stop_train)
+        return 0;
+    const bool killed = !reached && rep->current_epoch < sp->max_epochs;
+    bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch, reached, killed);
+    trial->status = BSO_TRIAL_SUCCEEDED;
+    trial->time = rep->time;
+    trial->energy = rep->energy;
+    trial->converged = out->converged;
+    snprintf(trial->energy_source, sizeof trial->energy_source, "%s",
+             rep->energy_source ? rep->energy_source : "");
+    *changed |= BSO_CHANGED_TRIAL | BSO_CHANGED_STATS;
+    if (reached && (!job->has_min_cost || job->min_cost > out->cost)) {
+        job->has_min_cost = true;
+        job->min_cost = out->cost;
+        job->min_cost_batch_size = trial->batch_size;
+        *changed |= BSO_CHANGED_MIN_COST;
+    }
+    return 0;
+}
+
 /* Copies the caller's record into the kept pruning-stage copy, when there is one. */
 static void sync_kept(struct bso_job *job, const struct bso_trial *trial)
 {
@@ -211,6 +275,8 @@ int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bs
     bso_report_decide(&job->spec, job->has_min_cost, job->min_cost, trial->batch_size, rep, out);
     if (!isfinite(out->cost))
         return fail(job, BSO_EINVAL, "time and energy are too large: the cost overflows");
+    if (job->spec.policy == BSO_POLICY_BSO)
+        return bso_report(job, trial, rep, out, changed);
     if (!out->stop_train)
         return 0;
 

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/arm.h"
+#include "core/bso_policy.h"
 #include "core/report.h"
 #include "core/rng.h"
 #include "core/spec.h"
@@ -28,6 +29,7 @@ enum bso_changed {
     BSO_CHANGED_ARM = 1 << 3,      /* one arm was refitted (its index is returned) */
     BSO_CHANGED_RNG = 1 << 4,      /* the RNG state advanced */
     BSO_CHANGED_MIN_COST = 1 << 5, /* min_cost and min_cost_batch_size */
+    BSO_CHANGED_STATS = 1 << 6,    /* the bso policy's per-batch-size statistics */
 };
 
 struct bso_job {
@@ -44,6 +46,8 @@ struct bso_job {
     /* Owned. MAB-stage arms, ascending batch size. */
     struct bso_arm *arms;
     size_t n_arms;
+    /* The bso policy's knowledge of each batch size (index as spec.batch_sizes). */
+    struct bso_bs_stat stats[BSO_MAX_BATCH_SIZES];
     char errmsg[512]; /* why the last failing call failed */
 };
 

@@ -1,0 +1,288 @@
+/* BSO's own policy; see bso_policy.h and docs/policy.md. */
+#include "core/bso_policy.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "bso/error.h"
+#include "core/job.h"
+#include "core/rng.h"
+
+/* A run exploring a batch size is stopped when even its optimistic total cost passes this
+ * multiple of the best size's expected cost. 1.0 would kill near-ties; much more wastes. */
+#define KILL_FACTOR 1.3
+/* The spread of epochs-to-target, relative to the mean, assumed before any size has two runs. */
+#define PRIOR_CV 0.15
+/* Fewest recurrences assumed still to come when weighing a probe against its saving. */
+#define MIN_HORIZON 10.0
+
+static double per_epoch(const struct bso_bs_stat *s)
+{
+    return s->epochs_sum > 0 ? s->cost_sum / s->epochs_sum : NAN;
+}
+
+static double mean_epochs(const struct bso_bs_stat *s)
+{
+    return s->sum_epochs / (double)s->successes;
+}
+
+static double expected_cost(const struct bso_bs_stat *s)
+{
+    return mean_epochs(s) * per_epoch(s);
+}
+
+/* The index of the size with the lowest expected cost among those that reached the target,
+ * or -1. */
+static int best_good(const struct bso_job *job)
+{
+    int best = -1;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
+        if (job->stats[i].successes > 0 &&
+            (best < 0 || expected_cost(&job->stats[i]) < expected_cost(&job->stats[best])))
+            best = (int)i;
+    return best;
+}
+
+/* A lower bound on the epochs size i needs: a larger batch needs at least as many epochs as a
+ * smaller one, and a smaller batch at least proportionally fewer. */
+static double epochs_bound(const struct bso_job *job, size_t i)
+{
+    double lb = 1;
+    const double b = (double)job->spec.batch_sizes[i];
+    for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
+        const struct bso_bs_stat *s = &job->stats[a];
+        if (s->successes == 0)
+            continue;
+        const double ba = (double)job->spec.batch_sizes[a];
+        const double v = b >= ba ? s->min_epochs : s->min_epochs * b / ba;
+        if (v > lb)
+            lb = v;
+    }
+    return lb;
+}
+
+/* Cost per epoch of size i: measured, else interpolated (or extrapolated from the two nearest
+ * measured sizes) linearly in log2(batch size); NAN when nothing is measured. */
+static double epoch_cost_estimate(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *st = job->stats;
+    if (st[i].epochs_sum > 0)
+        return per_epoch(&st[i]);
+    const size_t n = job->spec.n_batch_sizes;
+    int lo = -1, hi = -1;
+    for (int k = (int)i - 1; k >= 0 && lo < 0; k--)
+        if (st[k].epochs_sum > 0)
+            lo = k;
+    for (size_t k = i + 1; k < n && hi < 0; k++)
+        if (st[k].epochs_sum > 0)
+            hi = (int)k;
+    if (lo < 0 && hi < 0)
+        return NAN;
+    if (lo < 0 || hi < 0) { /* extrapolate from the two nearest on the measured side */
+        int a = lo >= 0 ? lo : hi, b = -1;
+        for (int k = a + (lo >= 0 ? -1 : 1); k >= 0 && k < (int)n && b < 0; k += lo >= 0 ? -1 : 1)
+            if (st[k].epochs_sum > 0)
+                b = k;
+        if (b < 0)
+            return per_epoch(&st[a]);
+        lo = a < b ? a : b;
+        hi = a < b ? b : a;
+    }
+    const double x = log2((double)job->spec.batch_sizes[i]);
+    const double x0 = log2((double)job->spec.batch_sizes[lo]);
+    const double x1 = log2((double)job->spec.batch_sizes[hi]);
+    const double y0 = log(per_epoch(&st[lo])), y1 = log(per_epoch(&st[hi]));
+    return exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
+}
+
+/* The untried size whose log2 is closest to `target` among indices in [from, to]; -1 if none. */
+static int closest_untried(const struct bso_job *job, int from, int to, double target)
+{
+    int best = -1;
+    for (int k = from; k <= to; k++) {
+        if (job->stats[k].status != BSO_BS_UNTRIED)
+            continue;
+        double d = fabs(log2((double)job->spec.batch_sizes[k]) - target);
+        if (best < 0 || d < fabs(log2((double)job->spec.batch_sizes[best]) - target))
+            best = k;
+    }
+    return best;
+}
+
+/* The next size to explore around the best one g, or -1. Each side offers one candidate: the
+ * bisection point of the bracket (g, nearest tried size on that side) when there is one, else
+ * an expansion one octave out, or two when the last step that way found the best. */
+static int explore_candidate(const struct bso_job *job, int g, double best_cost)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    const double xg = log2((double)job->spec.batch_sizes[g]);
+    int pick = -1;
+    double pick_gain = 0;
+    for (int dir = -1; dir <= 1; dir += 2) {
+        int edge = g + dir; /* the nearest tried size on this side, or past the end */
+        while (edge >= 0 && edge < n && job->stats[edge].status == BSO_BS_UNTRIED)
+            edge += dir;
+        const int from = dir < 0 ? edge + 1 : g + 1, to = dir < 0 ? g - 1 : edge - 1;
+        if (from > to)
+            continue;
+        double target;
+        if (edge >= 0 && edge < n) {
+            target = (xg + log2((double)job->spec.batch_sizes[edge])) / 2; /* bisect */
+        } else {
+            /* Expand: two octaves when a size beyond the best, on the other side, was
+             * already passed (the search moved this way), else one. */
+            int passed = 0;
+            for (int k = g - dir; k >= 0 && k < n; k -= dir)
+                passed |= job->stats[k].status != BSO_BS_UNTRIED;
+            target = xg + dir * (passed ? 2.0 : 1.0);
+        }
+        int c = closest_untried(job, from, to, target);
+        if (c < 0)
+            continue;
+        const double per = epoch_cost_estimate(job, (size_t)c);
+        const double optimistic = epochs_bound(job, (size_t)c) * per;
+        /* Worth a probe only if its possible saving over the recurrences still expected (as
+         * many again as so far, at least MIN_HORIZON) repays about one epoch of it. */
+        double runs = 0;
+        for (int k = 0; k < n; k++)
+            runs += (double)job->stats[k].successes;
+        const double horizon = runs > MIN_HORIZON ? runs : MIN_HORIZON;
+        const double gain = (best_cost - optimistic) * horizon - per;
+        if (!(optimistic < best_cost) || !(gain > 0))
+            continue;
+        if (pick < 0 || gain > pick_gain) {
+            pick = c;
+            pick_gain = gain;
+        }
+    }
+    return pick;
+}
+
+/* Thompson sampling over the sizes that reached the target: each draws its mean epochs from a
+ * normal posterior (spread from the observed runs, pooled across sizes) times its cost per
+ * epoch; the lowest draw wins. */
+static int thompson(struct bso_job *job)
+{
+    const size_t n = job->spec.n_batch_sizes;
+    double cv_sum = 0;
+    int cv_n = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct bso_bs_stat *s = &job->stats[i];
+        if (s->successes < 2)
+            continue;
+        double m = mean_epochs(s);
+        double var = s->sum_sq_epochs / (double)s->successes - m * m;
+        cv_sum += var > 0 ? sqrt(var) / m : 0;
+        cv_n++;
+    }
+    const double cv = cv_n > 0 ? (cv_sum / cv_n + PRIOR_CV) / 2 : PRIOR_CV;
+    int best = -1;
+    double best_draw = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct bso_bs_stat *s = &job->stats[i];
+        if (s->successes == 0)
+            continue;
+        const double m = mean_epochs(s);
+        const double draw =
+            bso_rng_normal(&job->rng, m, cv * m / sqrt((double)s->successes)) * per_epoch(s);
+        if (best < 0 || draw < best_draw) {
+            best = (int)i;
+            best_draw = draw;
+        }
+    }
+    return best;
+}
+
+int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
+{
+    const struct bso_job_spec *sp = &job->spec;
+    const int n = (int)sp->n_batch_sizes;
+    const int d = bso_job_spec_index(sp, sp->default_batch_size);
+    const int g = best_good(job);
+    if (g < 0) {
+        /* Nothing reached the target yet: the default first, then smaller sizes (they need
+         * fewer epochs), then larger ones. */
+        if (job->stats[d].status == BSO_BS_UNTRIED) {
+            *batch_size = sp->batch_sizes[d];
+            return 0;
+        }
+        for (int k = d - 1; k >= 0; k--)
+            if (job->stats[k].status == BSO_BS_UNTRIED) {
+                *batch_size = sp->batch_sizes[k];
+                return 0;
+            }
+        for (int k = d + 1; k < n; k++)
+            if (job->stats[k].status == BSO_BS_UNTRIED) {
+                *batch_size = sp->batch_sizes[k];
+                return 0;
+            }
+        return BSO_EPRUNED;
+    }
+    const int c = explore_candidate(job, g, expected_cost(&job->stats[g]));
+    *batch_size = sp->batch_sizes[c >= 0 ? c : thompson(job)];
+    return 0;
+}
+
+void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_report *rep,
+                       bool reached, struct bso_decision *out)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    const int g = best_good(job);
+    out->stop_train = true;
+    out->converged = reached;
+    if (reached) {
+        snprintf(out->message, sizeof out->message, "Train succeeded");
+        return;
+    }
+    if (rep->current_epoch >= job->spec.max_epochs) {
+        snprintf(out->message, sizeof out->message,
+                 "Train failed to converge within max_epoch(%lld)",
+                 (long long)job->spec.max_epochs);
+        return;
+    }
+    if (g >= 0 && rep->current_epoch > 0) {
+        const double best = expected_cost(&job->stats[g]);
+        if (s->successes == 0) {
+            /* Exploring: stop once even the optimistic total cannot come near the best. */
+            const double per = out->cost / (double)rep->current_epoch;
+            const double left = epochs_bound(job, i) - (double)rep->current_epoch;
+            const double optimistic = out->cost + (left > 0 ? left : 0) * per;
+            if (optimistic > KILL_FACTOR * best) {
+                snprintf(out->message, sizeof out->message,
+                         "Batch size %lld cannot beat the best (%lld): at least %.6g against "
+                         "%.6g expected",
+                         (long long)job->spec.batch_sizes[i], (long long)job->spec.batch_sizes[g],
+                         optimistic, best);
+                return;
+            }
+        } else if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best) {
+            snprintf(out->message, sizeof out->message,
+                     "Batch Size(%lld) exceeded the cost upper bound: beta_knob(%g) times the "
+                     "best expected cost (%.6g)",
+                     (long long)job->spec.batch_sizes[i], job->spec.beta_knob, best);
+            return;
+        }
+    }
+    out->stop_train = false;
+    snprintf(out->message, sizeof out->message, "Stop condition not met, keep training");
+}
+
+void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs, bool reached,
+                        bool killed)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->runs++;
+    s->cost_sum += cost;
+    s->epochs_sum += (double)epochs;
+    if (reached) {
+        const double e = (double)epochs;
+        if (s->successes == 0 || e < s->min_epochs)
+            s->min_epochs = e;
+        s->successes++;
+        s->sum_epochs += e;
+        s->sum_sq_epochs += e * e;
+        s->status = BSO_BS_GOOD;
+    } else if (s->status != BSO_BS_GOOD) {
+        s->status = killed ? BSO_BS_KILLED : BSO_BS_FAILED;
+    }
+}

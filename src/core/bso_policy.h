@@ -1,0 +1,55 @@
+/*
+ * BSO's own policy (docs/policy.md, "The bso policy"). It uses what Zeus's ignores: every
+ * progress report carries cumulative time and energy, so a batch size's cost per epoch is known
+ * after its first epoch, and a run that cannot win is stopped early.
+ *
+ *  - Exploration is a unimodal search in log2(batch size) around the best size so far:
+ *    expansion by doubling steps, then bisection of the bracket. The next size to try is the
+ *    one with the lowest optimistic cost (an epochs lower bound that respects batch-size
+ *    scaling, times an interpolated cost per epoch), and only if its possible saving, over the
+ *    job's expected remaining recurrences, repays a probe.
+ *  - An exploring run is stopped once its cost so far plus that optimistic bound on its
+ *    remaining epochs passes KILL_FACTOR times the best size's expected cost.
+ *  - Exploitation is Thompson sampling over the sizes that have finished a run.
+ *  - Safety: beta * the best expected cost stops any run; max_epochs stops every run.
+ */
+#ifndef BSO_CORE_BSO_POLICY_H
+#define BSO_CORE_BSO_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bso_job;
+struct bso_trial;
+struct bso_report;
+struct bso_decision;
+
+/* What the policy knows about one batch size. */
+enum bso_bs_status {
+    BSO_BS_UNTRIED = 0,
+    BSO_BS_GOOD,   /* at least one run reached the target */
+    BSO_BS_KILLED, /* an exploring run was stopped as hopeless */
+    BSO_BS_FAILED, /* a run hit max_epochs without reaching the target */
+};
+
+struct bso_bs_stat {
+    int status; /* enum bso_bs_status */
+    int64_t runs;
+    int64_t successes;
+    double sum_epochs, sum_sq_epochs, min_epochs; /* over successful runs */
+    double cost_sum, epochs_sum;                  /* over every run: cost per epoch */
+};
+
+/* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */
+int bso_policy_choose(struct bso_job *job, int64_t *batch_size);
+
+/* Decides on a progress report of a run at batch size index i (out->cost already set). */
+void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_report *rep,
+                       bool reached, struct bso_decision *out);
+
+/* Records a run's final outcome. */
+void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs, bool reached,
+                        bool killed);
+
+#endif
