@@ -2,6 +2,7 @@
 #include "sim/traces.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,7 +251,9 @@ int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, str
         struct sim_bs *b = bs_slot(job, (int64_t)bs, false);
         if (!b || b->n_paths == SIM_MAX_PATHS)
             continue; /* no power data for this size on this GPU */
-        b->target_epoch[b->n_paths++] = *cell(&c, 5) ? (int64_t)epoch : -1;
+        /* An empty cell, "nan", or a non-positive epoch: this run never reached the target. */
+        b->target_epoch[b->n_paths++] =
+            *cell(&c, 5) && isfinite(epoch) && epoch >= 1 ? (int64_t)epoch : -1;
     }
     fclose(c.f);
     if (rc < 0)
