@@ -61,6 +61,39 @@ static double epochs_bound(const struct bso_job *job, size_t i)
     return lb;
 }
 
+/* A central estimate of the epochs size i needs: E(a) * (b / a)^s from the nearest size a (in
+ * log2) that reached the target, where s is the scaling exponent fitted (least squares on
+ * log epochs against log batch size) over the sizes that reached it, clamped to [0, 1] between
+ * "the same epochs" and "the same steps"; 0.5 until two sizes have. Used for the go/no-go after
+ * an exploring run's first epoch; stopping later uses the optimistic epochs_bound. */
+static double epochs_estimate(const struct bso_job *job, size_t i)
+{
+    int near = -1, n = 0;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    const double x = log2((double)job->spec.batch_sizes[i]);
+    for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
+        if (job->stats[a].successes == 0)
+            continue;
+        const double xa = log2((double)job->spec.batch_sizes[a]);
+        const double ya = log2(mean_epochs(&job->stats[a]));
+        sx += xa;
+        sy += ya;
+        sxx += xa * xa;
+        sxy += xa * ya;
+        n++;
+        if (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x))
+            near = (int)a;
+    }
+    double slope = 0.5;
+    const double den = (double)n * sxx - sx * sx;
+    if (n >= 2 && den > 0) {
+        slope = ((double)n * sxy - sx * sy) / den;
+        slope = slope < 0 ? 0 : slope > 1 ? 1 : slope;
+    }
+    const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near];
+    return mean_epochs(&job->stats[near]) * pow(ratio, slope);
+}
+
 /* Cost per epoch of size i: measured, else interpolated (or extrapolated from the two nearest
  * measured sizes) linearly in log2(batch size); NAN when nothing is measured. */
 static double epoch_cost_estimate(const struct bso_job *job, size_t i)
@@ -95,12 +128,18 @@ static double epoch_cost_estimate(const struct bso_job *job, size_t i)
     return exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
 }
 
-/* The untried size whose log2 is closest to `target` among indices in [from, to]; -1 if none. */
-static int closest_untried(const struct bso_job *job, int from, int to, double target)
+/* Sizes the search may still try: never tried, or passed over after one epoch. */
+static bool open_size(const struct bso_bs_stat *s)
+{
+    return s->status == BSO_BS_UNTRIED || s->status == BSO_BS_PASSED;
+}
+
+/* The open size whose log2 is closest to `target` among indices in [from, to]; -1 if none. */
+static int closest_open(const struct bso_job *job, int from, int to, double target)
 {
     int best = -1;
     for (int k = from; k <= to; k++) {
-        if (job->stats[k].status != BSO_BS_UNTRIED)
+        if (!open_size(&job->stats[k]))
             continue;
         double d = fabs(log2((double)job->spec.batch_sizes[k]) - target);
         if (best < 0 || d < fabs(log2((double)job->spec.batch_sizes[best]) - target))
@@ -120,7 +159,7 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
     double pick_gain = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
         int edge = g + dir; /* the nearest tried size on this side, or past the end */
-        while (edge >= 0 && edge < n && job->stats[edge].status == BSO_BS_UNTRIED)
+        while (edge >= 0 && edge < n && open_size(&job->stats[edge]))
             edge += dir;
         const int from = dir < 0 ? edge + 1 : g + 1, to = dir < 0 ? g - 1 : edge - 1;
         if (from > to)
@@ -133,16 +172,21 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
              * already passed (the search moved this way), else one. */
             int passed = 0;
             for (int k = g - dir; k >= 0 && k < n; k -= dir)
-                passed |= job->stats[k].status != BSO_BS_UNTRIED;
+                passed |= !open_size(&job->stats[k]);
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
-        int c = closest_untried(job, from, to, target);
+        int c = closest_open(job, from, to, target);
         if (c < 0)
             continue;
         const double per = epoch_cost_estimate(job, (size_t)c);
-        const double optimistic = epochs_bound(job, (size_t)c) * per;
+        /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
+         * per epoch is known, so by the central estimate, as at its go/no-go. */
+        const double optimistic = job->stats[c].status == BSO_BS_PASSED
+                                      ? epochs_estimate(job, (size_t)c) * per
+                                      : epochs_bound(job, (size_t)c) * per;
         /* Worth a probe only if its possible saving over the recurrences still expected (as
-         * many again as so far, at least MIN_HORIZON) repays about one epoch of it. */
+         * many again as so far, at least MIN_HORIZON) repays about one epoch of it: the probe's
+         * first epoch then measures its real cost per epoch (see bso_policy_decide). */
         double runs = 0;
         for (int k = 0; k < n; k++)
             runs += (double)job->stats[k].successes;
@@ -242,6 +286,16 @@ void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_rep
     }
     if (g >= 0 && rep->current_epoch > 0) {
         const double best = expected_cost(&job->stats[g]);
+        if (s->successes == 0 && rep->current_epoch == 1 &&
+            epochs_estimate(job, i) * out->cost > best) {
+            /* Exploring, first epoch: its cost per epoch is now measured; go on only if the
+             * central estimate of its total beats the best. */
+            snprintf(out->message, sizeof out->message,
+                     "Batch size %lld is not promising: about %.6g expected against %.6g",
+                     (long long)job->spec.batch_sizes[i], epochs_estimate(job, i) * out->cost,
+                     best);
+            return;
+        }
         if (s->successes == 0) {
             /* Exploring: stop once even the optimistic total cannot come near the best. */
             const double per = out->cost / (double)rep->current_epoch;
@@ -267,14 +321,24 @@ void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_rep
     snprintf(out->message, sizeof out->message, "Stop condition not met, keep training");
 }
 
-void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs, bool reached,
-                        bool killed)
+enum bso_run_end bso_policy_run_end(const struct bso_job *job, const struct bso_decision *d,
+                                    int64_t epoch)
+{
+    if (d->converged)
+        return BSO_RUN_REACHED;
+    if (epoch >= job->spec.max_epochs)
+        return BSO_RUN_FAILED;
+    return epoch <= 1 ? BSO_RUN_PASSED : BSO_RUN_KILLED;
+}
+
+void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
+                        enum bso_run_end end)
 {
     struct bso_bs_stat *s = &job->stats[i];
     s->runs++;
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;
-    if (reached) {
+    if (end == BSO_RUN_REACHED) {
         const double e = (double)epochs;
         if (s->successes == 0 || e < s->min_epochs)
             s->min_epochs = e;
@@ -283,6 +347,8 @@ void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->sum_sq_epochs += e * e;
         s->status = BSO_BS_GOOD;
     } else if (s->status != BSO_BS_GOOD) {
-        s->status = killed ? BSO_BS_KILLED : BSO_BS_FAILED;
+        s->status = end == BSO_RUN_PASSED   ? BSO_BS_PASSED
+                    : end == BSO_RUN_KILLED ? BSO_BS_KILLED
+                                            : BSO_BS_FAILED;
     }
 }

@@ -31,6 +31,7 @@ enum bso_bs_status {
     BSO_BS_GOOD,   /* at least one run reached the target */
     BSO_BS_KILLED, /* an exploring run was stopped as hopeless */
     BSO_BS_FAILED, /* a run hit max_epochs without reaching the target */
+    BSO_BS_PASSED, /* stopped after one epoch as not promising: tried again if that changes */
 };
 
 struct bso_bs_stat {
@@ -48,8 +49,15 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size);
 void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_report *rep,
                        bool reached, struct bso_decision *out);
 
+/* How a run ended, for bso_policy_observe. */
+enum bso_run_end { BSO_RUN_REACHED, BSO_RUN_PASSED, BSO_RUN_KILLED, BSO_RUN_FAILED };
+
 /* Records a run's final outcome. */
-void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs, bool reached,
-                        bool killed);
+void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
+                        enum bso_run_end end);
+
+/* How the run that a decision stopped ended. */
+enum bso_run_end bso_policy_run_end(const struct bso_job *job, const struct bso_decision *d,
+                                    int64_t epoch);
 
 #endif

@@ -227,8 +227,8 @@ static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct
     bso_policy_decide(job, (size_t)i, rep, reached, out);
     if (!out->stop_train)
         return 0;
-    const bool killed = !reached && rep->current_epoch < sp->max_epochs;
-    bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch, reached, killed);
+    bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch,
+                       bso_policy_run_end(job, out, rep->current_epoch));
     trial->status = BSO_TRIAL_SUCCEEDED;
     trial->time = rep->time;
     trial->energy = rep->energy;

@@ -21,13 +21,14 @@ static int usage(FILE *f)
             "usage: bso-sim --gpu NAME[,NAME...] [--traces DIR] [--workload NAME|all]\n"
             "               [--workloads FILE] [--policy zeus,bso] [--power max,jit]\n"
             "               [--recurrences N] [--seeds A-B] [--eta 0.5] [--beta 2|none]\n"
-            "               [--out DIR] [--server URL]\n"
+            "               [--out DIR] [--server URL] [--decisions FILE|-]\n"
             "\n"
             "Replays recurring training jobs from traces (shared/traces format) and reports the\n"
             "cumulative cost against the oracle and against the default batch size. Traces come\n"
             "from --traces, else BSO_TRACES, else ../shared/traces. With --server the decisions\n"
             "come from a live bso-server over HTTP instead of the in-process policy.\n"
-            "Writes summary.csv, curves.csv and regret.svg to --out (default sim-out).\n");
+            "Writes summary.csv, curves.csv and regret.svg to --out (default sim-out);\n"
+            "--decisions writes every run (batch size, outcome, cost) as CSV.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -59,7 +60,7 @@ int main(int argc, char **argv)
         traces = "../shared/traces";
     const char *gpus = NULL, *workload = "all", *workloads_file = NULL;
     const char *out_dir = "sim-out";
-    const char *policies = "zeus", *powers = "max";
+    const char *policies = "zeus", *powers = "max", *decisions = NULL;
     plan.opt.eta = 0.5;
     plan.opt.beta = 2.0;
     plan.opt.recurrences = 50;
@@ -115,6 +116,8 @@ int main(int argc, char **argv)
             out_dir = v;
         } else if (strcmp(a, "--server") == 0) {
             plan.opt.server = v;
+        } else if (strcmp(a, "--decisions") == 0) {
+            decisions = v;
         } else {
             return fail("unknown option '%s' (see --help)", a), 2;
         }
@@ -174,7 +177,16 @@ int main(int argc, char **argv)
                 return fail("%s", err);
             plan.n_jobs++;
         }
-    if (sim_plan_run(&plan, err, sizeof err) < 0)
+    if (decisions) {
+        plan.opt.trace = strcmp(decisions, "-") == 0 ? stdout : fopen(decisions, "w");
+        if (!plan.opt.trace)
+            return fail("cannot write %s: %s", decisions, strerror(errno));
+        fprintf(plan.opt.trace, "workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost\n");
+    }
+    int rc = sim_plan_run(&plan, err, sizeof err);
+    if (plan.opt.trace && plan.opt.trace != stdout)
+        fclose(plan.opt.trace);
+    if (rc < 0)
         return fail("%s", err);
     sim_print_table(&plan, stdout);
     if (sim_write_outputs(&plan, out_dir, err, sizeof err) < 0)

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,10 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
     }
     *cost = bso_cost(energy, time, opt->eta, job->max_power);
     *bs_out = bs;
+    if (opt->trace)
+        fprintf(opt->trace, "%s,%s,%lld,%lld,%lld,%lld,%s,%.6g\n", job->w.dataset, job->gpu,
+                (long long)opt->seed, (long long)trial, (long long)bs,
+                (long long)(te > 0 ? te : -1), *reached ? "reached" : "stopped", *cost);
     return 0;
 }
 

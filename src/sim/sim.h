@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "sim/traces.h"
@@ -31,6 +32,7 @@ struct sim_options {
     int64_t seed;
     int policy;         /* enum bso_policy */
     const char *server; /* NULL: in-process */
+    FILE *trace;        /* when set, one line per run: decisions.csv */
 };
 
 struct sim_result {
