@@ -115,7 +115,7 @@ static void test_golden_across_restarts(void **state)
     assert_int_equal(bso_session_count_trials(s, id, counts), 0);
     assert_int_equal(counts[BSO_TRIAL_SUCCEEDED], 51);
     bso_session_release(s);
-    assert_int_equal(bso_store_schema_version(st), 2);
+    assert_int_equal(bso_store_schema_version(st), 3);
     bso_store_close(st);
 }
 
@@ -230,7 +230,7 @@ static void test_open_errors_and_migrations(void **state)
         bso_store_open("sqlite:////nonexistent-dir/x/y.db", NULL, &st, err, sizeof err), BSO_EIO);
     const char *sql = bso_store_migrations_sql("sqlite:///x.db");
     assert_non_null(strstr(sql, "CREATE TABLE job"));
-    assert_non_null(strstr(sql, "PRAGMA user_version = 2"));
+    assert_non_null(strstr(sql, "PRAGMA user_version = 3"));
     assert_null(bso_store_migrations_sql("nope://"));
     /* Zeus's async URL works. */
     char zeus[160];
@@ -249,8 +249,8 @@ static void test_open_errors_and_migrations(void **state)
     assert_non_null(strstr(err, "newer"));
 }
 
-/* A database written by schema version 1 (no energy_source) is upgraded in place on open, and
- * keeps its jobs and trials. */
+/* A database written by schema version 1 (no energy_source, policy or bs_stat) is upgraded in
+ * place on open, through every later migration, and keeps its jobs and trials. */
 static void test_upgrade_from_version_1(void **state)
 {
     (void)state;
@@ -275,12 +275,13 @@ static void test_upgrade_from_version_1(void **state)
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db,
                                   "ALTER TABLE trial DROP COLUMN energy_source; "
+                                  "DROP TABLE bs_stat; ALTER TABLE job DROP COLUMN policy; "
                                   "PRAGMA user_version = 1",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
     st = open_store(u);
-    assert_int_equal(bso_store_schema_version(st), 2);
+    assert_int_equal(bso_store_schema_version(st), 3);
     s = session(st);
     struct bso_report r = {
         .time = 1, .energy = 2, .metric = 0.9, .current_epoch = 1, .energy_source = "rapl"};

@@ -284,6 +284,7 @@ static const char *const spec_fields[] = {
     "mab_prior_precision",
     "mab_num_explorations",
     "mab_seed",
+    "policy",
 };
 
 static int field_rank(const char *f)
@@ -392,6 +393,14 @@ int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, str
         if (spec->has_mab_seed)
             to_int(&c, v, &spec->mab_seed);
     }
+    /* BSO's own field: which policy the job runs (Zeus clients do not send it). */
+    if ((v = field(&c, root, "policy", false)) && !json_is_null(v)) {
+        if (!json_is_string(v) || (spec->policy = bso_policy_parse(json_string_value(v))) < 0) {
+            spec->policy = BSO_POLICY_ZEUS;
+            bso_details_add(ds, "body", "policy", -1, "value_error",
+                            "policy must be \"zeus\" or \"bso\"");
+        }
+    }
     json_decref(root);
 
     /* Fields that failed to decode keep their decode error: a placeholder (no type) in the
@@ -463,6 +472,8 @@ void bso_encode_spec(struct jbuf *b, const struct bso_job_spec *s)
         jb_int(b, s->mab_seed);
     else
         jb_null(b);
+    jb_key(b, "policy");
+    jb_str(b, bso_policy_name(s->policy));
     jb_end(b);
 }
 

@@ -70,6 +70,21 @@ static const char *const migrations[] = {
     ") WITHOUT ROWID;\n",
     /* 2: where each trial's energy figure came from, as the client labelled it */
     "ALTER TABLE trial ADD COLUMN energy_source TEXT;\n",
+    /* 3: the job's policy, and what the bso policy knows about each batch size */
+    "ALTER TABLE job ADD COLUMN policy TEXT NOT NULL DEFAULT 'zeus';\n"
+    "CREATE TABLE bs_stat (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  batch_size INTEGER NOT NULL,\n"
+    "  status INTEGER NOT NULL,\n"
+    "  runs INTEGER NOT NULL,\n"
+    "  successes INTEGER NOT NULL,\n"
+    "  sum_epochs REAL NOT NULL,\n"
+    "  sum_sq_epochs REAL NOT NULL,\n"
+    "  min_epochs REAL NOT NULL,\n"
+    "  cost_sum REAL NOT NULL,\n"
+    "  epochs_sum REAL NOT NULL,\n"
+    "  PRIMARY KEY (job_id, batch_size)\n"
+    ") WITHOUT ROWID;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -89,6 +104,8 @@ enum stmt_id {
     ST_LIST_JOBS,
     ST_LIST_TRIALS,
     ST_COUNT_TRIALS,
+    ST_LOAD_STATS,
+    ST_SAVE_STAT,
     ST_COUNT
 };
 
@@ -98,7 +115,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number FROM job WHERE job_id = ?1",
+        " last_trial_number, policy FROM job WHERE job_id = ?1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = ?1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -109,8 +126,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " beta_knob, target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds,"
         " window_size, mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed,"
         " max_power, number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,"
-        " ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
+        " last_trial_number, policy, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+        " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,"
         " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
     [ST_UPDATE_JOB] = "UPDATE job SET stage = ?2, min_cost = ?3, min_cost_batch_size = ?4,"
                       " rng_state = ?5, last_trial_number = ?6 WHERE job_id = ?1",
@@ -138,6 +155,11 @@ static const char *const stmt_sql[ST_COUNT] = {
                        " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = ?1"
                        " AND trial_number > ?2 ORDER BY trial_number LIMIT ?3",
     [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = ?1 GROUP BY status",
+    [ST_LOAD_STATS] = "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
+                      " min_epochs, cost_sum, epochs_sum FROM bs_stat WHERE job_id = ?1",
+    [ST_SAVE_STAT] = "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
+                     " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 };
 
 struct backend {
@@ -565,6 +587,58 @@ static int load_arms(struct bso_session *s, const char *job_id, struct bso_job *
     return rc == SQLITE_DONE ? 0 : db_fail(s, "load arms");
 }
 
+/* The bso policy's statistics of each batch size that has any. */
+static int load_stats(struct bso_session *s, const char *job_id, struct bso_job *job)
+{
+    sqlite3_stmt *st = stmt(s, ST_LOAD_STATS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int i = bso_job_spec_index(&job->spec, sqlite3_column_int64(st, 0));
+        if (i < 0)
+            continue;
+        struct bso_bs_stat *b = &job->stats[i];
+        b->status = sqlite3_column_int(st, 1);
+        b->runs = sqlite3_column_int64(st, 2);
+        b->successes = sqlite3_column_int64(st, 3);
+        b->sum_epochs = sqlite3_column_double(st, 4);
+        b->sum_sq_epochs = sqlite3_column_double(st, 5);
+        b->min_epochs = sqlite3_column_double(st, 6);
+        b->cost_sum = sqlite3_column_double(st, 7);
+        b->epochs_sum = sqlite3_column_double(st, 8);
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "load stats");
+}
+
+static int save_stats(struct bso_session *s, const struct bso_job *job)
+{
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        const struct bso_bs_stat *b = &job->stats[i];
+        if (b->runs == 0)
+            continue;
+        sqlite3_stmt *st = stmt(s, ST_SAVE_STAT);
+        if (!st)
+            return BSO_EIO;
+        bind_text(st, 1, job->spec.job_id);
+        sqlite3_bind_int64(st, 2, job->spec.batch_sizes[i]);
+        sqlite3_bind_int(st, 3, b->status);
+        sqlite3_bind_int64(st, 4, b->runs);
+        sqlite3_bind_int64(st, 5, b->successes);
+        sqlite3_bind_double(st, 6, b->sum_epochs);
+        sqlite3_bind_double(st, 7, b->sum_sq_epochs);
+        sqlite3_bind_double(st, 8, b->min_epochs);
+        sqlite3_bind_double(st, 9, b->cost_sum);
+        sqlite3_bind_double(st, 10, b->epochs_sum);
+        int rc = step_done(s, st, "save stats");
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
                        struct bso_job *job)
 {
@@ -609,6 +683,9 @@ static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
     if (bso_rng_from_json(&job->rng, col_text(st, 21)) < 0)
         bad = BSO_EPARSE;
     job->last_trial_number = sqlite3_column_int64(st, 22);
+    sp->policy = bso_policy_parse(col_text(st, 23));
+    if (sp->policy < 0)
+        bad = BSO_EPARSE;
     sqlite3_reset(st);
     if (bad < 0)
         return bso_session_fail(s, BSO_EPARSE, "job %s: corrupt row", job_id);
@@ -618,6 +695,8 @@ static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
         rc = load_trials(s, job_id, job);
     if (rc == 0 && (load & BSO_LOAD_ARMS) && job->stage == BSO_STAGE_MAB)
         rc = load_arms(s, job_id, job);
+    if (rc == 0 && sp->policy == BSO_POLICY_BSO)
+        rc = load_stats(s, job_id, job);
     if (rc < 0)
         bso_job_clear(job);
     return rc;
@@ -659,6 +738,7 @@ static int be_insert_job(struct bso_session *s, const struct bso_job *job)
     sqlite3_bind_int64(st, 21, job->min_cost_batch_size);
     bind_text(st, 22, rng);
     sqlite3_bind_int64(st, 23, job->last_trial_number);
+    bind_text(st, 24, bso_policy_name(sp->policy));
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc == SQLITE_CONSTRAINT)
@@ -742,6 +822,8 @@ static int be_save(struct bso_session *s, const struct bso_job *job, unsigned ch
         rc = write_arm(s, id, &job->arms[i], true);
     if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
         rc = write_arm(s, id, &job->arms[arm_index], false);
+    if (rc == 0 && (changed & BSO_CHANGED_STATS))
+        rc = save_stats(s, job);
     return rc;
 }
 
