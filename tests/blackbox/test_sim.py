@@ -1,0 +1,143 @@
+"""bso-sim: clear errors, the oracle on synthetic traces, determinism, exact seeded decisions on
+the real traces (Zeus's policy), and identical decisions in-process and over HTTP."""
+import csv
+import os
+import subprocess
+import tempfile
+import unittest
+
+from harness import Server
+
+SIM = os.environ.get("BSO_SIM_BIN", "bso-sim")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRACES = os.environ.get("BSO_TRACES") or os.path.join(HERE, "..", "..", "..", "shared", "traces")
+
+
+def sim(*args, env=None):
+    return subprocess.run([SIM] + list(args), capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, **(env or {})))
+
+
+def decisions(path):
+    with open(path) as f:
+        return [row for row in csv.DictReader(f)]
+
+
+def write_synthetic(d):
+    """Two batch sizes: 32 needs 10 or 12 epochs (never in one of four runs), 64 needs 20."""
+    with open(os.path.join(d, "summary_train.csv"), "w") as f:
+        f.write("dataset,network,batch_size,optimizer,learning_rate,run,target_metric,"
+                "target_epoch\n")
+        for run, epoch in enumerate(["10", "12", "10", ""]):
+            f.write("toy,net,32,sgd,0.1,%d,0.9,%s\n" % (run + 1, epoch))
+        for run in range(3):
+            f.write("toy,net,64,sgd,0.1,%d,0.9,20\n" % (run + 1))
+    with open(os.path.join(d, "summary_power_gpu1.csv"), "w") as f:
+        f.write("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n")
+        f.write("toy,net,32,sgd,100,10,80\ntoy,net,32,sgd,200,8,150\n")
+        f.write("toy,net,64,sgd,100,6,90\ntoy,net,64,sgd,200,5,180\n")
+    with open(os.path.join(d, "workloads.csv"), "w") as f:
+        f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
+                "default_batch_size\ntoy,net,sgd,0.9,true,30,64\n")
+
+
+class Sim(unittest.TestCase):
+    def test_errors(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(sim("--traces", d).returncode, 2)  # no --gpu
+            out = sim("--traces", d, "--gpu", "v100")
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("summary_power_v100.csv", out.stderr)
+            write_synthetic(d)
+            wl = os.path.join(d, "workloads.csv")
+            out = sim("--traces", d, "--gpu", "gpu1", "--workloads", wl, "--workload", "nope")
+            self.assertEqual(out.returncode, 2)
+            self.assertIn("no workload named 'nope'", out.stderr)
+            self.assertEqual(sim("--traces", d, "--gpu", "gpu1", "--power", "turbo").returncode, 2)
+            self.assertEqual(sim("--traces", d, "--gpu", "gpu1", "--seeds", "5-2").returncode, 2)
+            with open(os.path.join(d, "summary_power_bad.csv"), "w") as f:
+                f.write("dataset,network,batch_size,optimizer,power_limit,seconds\n")
+            out = sim("--traces", d, "--gpu", "bad", "--workloads", wl)
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("has no column 'time_per_epoch'", out.stderr)
+
+    def test_oracle_on_synthetic_traces(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_synthetic(d)
+            out = sim("--traces", d, "--gpu", "gpu1", "--workloads", os.path.join(d, "workloads.csv"),
+                      "--policy", "zeus,bso", "--power", "max,jit", "--seeds", "1-3",
+                      "--recurrences", "8", "--out", os.path.join(d, "out"))
+            self.assertEqual(out.returncode, 0, out.stderr)
+            rows = decisions(os.path.join(d, "out", "summary.csv"))
+            self.assertEqual(len(rows), 4)
+            # Max power (200 W is the largest limit). An epoch of 32 costs 0.5*8*150 +
+            # 0.5*200*8 = 1400, and it needs (10 + 12 + 10 + 30) / 3 reaching runs epochs per
+            # success: 62/3*1400 = 28933. 64 needs 20 epochs of 0.5*5*180 + 0.5*200*5 = 950:
+            # 19000, which is both the oracle and the base (the default).
+            r = [x for x in rows if x["policy"] == "zeus" and x["power"] == "max"][0]
+            self.assertAlmostEqual(float(r["oracle_cost"]), 19000, places=3)
+            self.assertAlmostEqual(float(r["base_cost"]), 19000, places=3)
+            # JIT: 64 is cheapest per epoch at 100 W (0.5*6*90 + 0.5*200*6 = 870): 17400. The
+            # base stays at max power.
+            r = [x for x in rows if x["policy"] == "zeus" and x["power"] == "jit"][0]
+            self.assertAlmostEqual(float(r["oracle_cost"]), 17400, places=3)
+            self.assertAlmostEqual(float(r["base_cost"]), 19000, places=3)
+            for f in ("curves.csv", "regret.svg"):
+                self.assertGreater(os.path.getsize(os.path.join(d, "out", f)), 100)
+
+    @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
+                         "the shared traces are not beside the repository")
+    def test_exact_seeded_decisions(self):
+        """Zeus's policy on librispeech/V100: the batch sizes of 30 recurrences, by seed."""
+        expected = {
+            "1": "192,156,128,96,72,64,56,48,32,24,16,12,8,48,32,24,16,12,56,64,72,96,128,156,"
+                 "192,48,64,48,48,48",
+            "2": "192,156,128,96,72,64,56,48,32,24,16,12,8x,48,32,24,16,12,56,64,72,96,128,156,"
+                 "192,48,56,56,56,56,64",
+        }
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "decisions.csv")
+            out = sim("--traces", TRACES, "--gpu", "v100", "--workload", "librispeech",
+                      "--policy", "zeus", "--seeds", "1-2", "--recurrences", "30",
+                      "--decisions", path, "--out", d)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            got = {}
+            for row in decisions(path):
+                mark = "x" if row["outcome"] == "stopped" else ""
+                got.setdefault(row["seed"], []).append(row["batch_size"] + mark)
+            self.assertEqual({k: ",".join(v) for k, v in got.items()}, expected)
+            # The same command again gives the same decisions, for both policies.
+            for policy in ("zeus", "bso"):
+                runs = []
+                for k in range(2):
+                    p = os.path.join(d, "d%s%d.csv" % (policy, k))
+                    sim("--traces", TRACES, "--gpu", "a40", "--workload", "cifar100", "--policy",
+                        policy, "--power", "jit", "--seeds", "3-4", "--recurrences", "20",
+                        "--decisions", p, "--out", d)
+                    runs.append(decisions(p))
+                self.assertEqual(runs[0], runs[1])
+                self.assertGreater(len(runs[0]), 40)
+
+    @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
+                         "the shared traces are not beside the repository")
+    def test_server_mode_gives_identical_decisions(self):
+        with Server() as srv, tempfile.TemporaryDirectory() as d:
+            url = "http://127.0.0.1:%d" % srv.port
+            for policy in ("zeus", "bso"):
+                got = {}
+                for mode, extra in (("local", []), ("http", ["--server", url])):
+                    p = os.path.join(d, "%s-%s.csv" % (policy, mode))
+                    out = sim("--traces", TRACES, "--gpu", "v100", "--workload", "squad",
+                              "--policy", policy, "--power", "max", "--seeds", "1-2",
+                              "--recurrences", "15", "--decisions", p, "--out", d, *extra)
+                    self.assertEqual(out.returncode, 0, out.stderr)
+                    got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"],
+                                  r["cost"]) for r in decisions(p)]
+                self.assertEqual(got["local"], got["http"], policy)
+                self.assertGreaterEqual(len(got["local"]), 30)
+            # The replay cleans up after itself.
+            self.assertEqual(srv.request("GET", "/jobs")[1]["jobs"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()
