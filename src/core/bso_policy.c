@@ -15,6 +15,8 @@
 #define PRIOR_CV 0.15
 /* Fewest recurrences assumed still to come when weighing a probe against its saving. */
 #define MIN_HORIZON 10.0
+/* How many one-epoch probes a passed-over size gets in all, so the search always ends. */
+#define MAX_PROBES 3
 
 static double per_epoch(const struct bso_bs_stat *s)
 {
@@ -58,6 +60,9 @@ static double epochs_bound(const struct bso_job *job, size_t i)
         if (v > lb)
             lb = v;
     }
+    /* A run that was stopped after e epochs without reaching shows the size needs more. */
+    if (job->stats[i].censored_epochs > 0 && job->stats[i].censored_epochs + 1 > lb)
+        lb = job->stats[i].censored_epochs + 1;
     return lb;
 }
 
@@ -72,16 +77,21 @@ static double epochs_estimate(const struct bso_job *job, size_t i)
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     const double x = log2((double)job->spec.batch_sizes[i]);
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
-        if (job->stats[a].successes == 0)
+        const struct bso_bs_stat *sa = &job->stats[a];
+        /* Sizes that reached the target count with their mean epochs; sizes whose runs were
+         * stopped count with what those runs proved (more than they ran), so a failed probe
+         * bends the fit. */
+        if (sa->successes == 0 && !(sa->censored_epochs > 0))
             continue;
         const double xa = log2((double)job->spec.batch_sizes[a]);
-        const double ya = log2(mean_epochs(&job->stats[a]));
+        const double ya = log2(sa->successes > 0 ? mean_epochs(sa) : sa->censored_epochs + 1);
         sx += xa;
         sy += ya;
         sxx += xa * xa;
         sxy += xa * ya;
         n++;
-        if (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x))
+        if (sa->successes > 0 &&
+            (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x)))
             near = (int)a;
     }
     double slope = 0.5;
@@ -128,10 +138,10 @@ static double epoch_cost_estimate(const struct bso_job *job, size_t i)
     return exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
 }
 
-/* Sizes the search may still try: never tried, or passed over after one epoch. */
+/* Sizes the search may still try: never tried, or passed over after one epoch (a few times). */
 static bool open_size(const struct bso_bs_stat *s)
 {
-    return s->status == BSO_BS_UNTRIED || s->status == BSO_BS_PASSED;
+    return s->status == BSO_BS_UNTRIED || (s->status == BSO_BS_PASSED && s->runs < MAX_PROBES);
 }
 
 /* The open size whose log2 is closest to `target` among indices in [from, to]; -1 if none. */
@@ -346,7 +356,10 @@ void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->sum_epochs += e;
         s->sum_sq_epochs += e * e;
         s->status = BSO_BS_GOOD;
-    } else if (s->status != BSO_BS_GOOD) {
+    } else if (end == BSO_RUN_KILLED && (double)epochs > s->censored_epochs) {
+        s->censored_epochs = (double)epochs;
+    }
+    if (end != BSO_RUN_REACHED && s->status != BSO_BS_GOOD) {
         s->status = end == BSO_RUN_PASSED   ? BSO_BS_PASSED
                     : end == BSO_RUN_KILLED ? BSO_BS_KILLED
                                             : BSO_BS_FAILED;

@@ -40,6 +40,7 @@ struct bso_bs_stat {
     int64_t successes;
     double sum_epochs, sum_sq_epochs, min_epochs; /* over successful runs */
     double cost_sum, epochs_sum;                  /* over every run: cost per epoch */
+    double censored_epochs; /* the most epochs a stopped run used without reaching: it needs more */
 };
 
 /* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */

@@ -83,6 +83,7 @@ static const char *const migrations[] = {
     "  min_epochs REAL NOT NULL,\n"
     "  cost_sum REAL NOT NULL,\n"
     "  epochs_sum REAL NOT NULL,\n"
+    "  censored_epochs REAL NOT NULL,\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ") WITHOUT ROWID;\n",
 };
@@ -155,11 +156,13 @@ static const char *const stmt_sql[ST_COUNT] = {
                        " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = ?1"
                        " AND trial_number > ?2 ORDER BY trial_number LIMIT ?3",
     [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = ?1 GROUP BY status",
-    [ST_LOAD_STATS] = "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
-                      " min_epochs, cost_sum, epochs_sum FROM bs_stat WHERE job_id = ?1",
-    [ST_SAVE_STAT] = "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
-                     " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum)"
-                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_LOAD_STATS] =
+        "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
+        " min_epochs, cost_sum, epochs_sum, censored_epochs FROM bs_stat WHERE job_id = ?1",
+    [ST_SAVE_STAT] =
+        "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
+        " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 };
 
 struct backend {
@@ -608,6 +611,7 @@ static int load_stats(struct bso_session *s, const char *job_id, struct bso_job 
         b->min_epochs = sqlite3_column_double(st, 6);
         b->cost_sum = sqlite3_column_double(st, 7);
         b->epochs_sum = sqlite3_column_double(st, 8);
+        b->censored_epochs = sqlite3_column_double(st, 9);
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_fail(s, "load stats");
@@ -632,6 +636,7 @@ static int save_stats(struct bso_session *s, const struct bso_job *job)
         sqlite3_bind_double(st, 8, b->min_epochs);
         sqlite3_bind_double(st, 9, b->cost_sum);
         sqlite3_bind_double(st, 10, b->epochs_sum);
+        sqlite3_bind_double(st, 11, b->censored_epochs);
         int rc = step_done(s, st, "save stats");
         if (rc < 0)
             return rc;
