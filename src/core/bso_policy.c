@@ -46,22 +46,26 @@ static int best_good(const struct bso_job *job)
 }
 
 /* A lower bound on the epochs size i needs: a larger batch needs at least as many epochs as a
- * smaller one, and a smaller batch at least proportionally fewer. */
+ * smaller one, and a smaller batch at least proportionally fewer than a larger one. With few
+ * noisy runs per size, the first bound takes the fewest epochs seen at any smaller size (the
+ * largest would let one unlucky run block every larger size). A run stopped after e epochs
+ * without reaching shows its own size needs more than e. */
 static double epochs_bound(const struct bso_job *job, size_t i)
 {
-    double lb = 1;
+    double from_smaller = INFINITY, from_larger = 1;
     const double b = (double)job->spec.batch_sizes[i];
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
         const struct bso_bs_stat *s = &job->stats[a];
         if (s->successes == 0)
             continue;
         const double ba = (double)job->spec.batch_sizes[a];
-        const double v = b >= ba ? s->min_epochs : s->min_epochs * b / ba;
-        if (v > lb)
-            lb = v;
+        if (ba <= b && s->min_epochs < from_smaller)
+            from_smaller = s->min_epochs;
+        if (ba > b && s->min_epochs * b / ba > from_larger)
+            from_larger = s->min_epochs * b / ba;
     }
-    /* A run that was stopped after e epochs without reaching shows the size needs more. */
-    if (job->stats[i].censored_epochs > 0 && job->stats[i].censored_epochs + 1 > lb)
+    double lb = isinf(from_smaller) || from_larger > from_smaller ? from_larger : from_smaller;
+    if (job->stats[i].censored_epochs + 1 > lb && job->stats[i].censored_epochs > 0)
         lb = job->stats[i].censored_epochs + 1;
     return lb;
 }
@@ -102,6 +106,18 @@ static double epochs_estimate(const struct bso_job *job, size_t i)
     }
     const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near];
     return mean_epochs(&job->stats[near]) * pow(ratio, slope);
+}
+
+/* The epochs to judge an exploring size by, once its cost per epoch is known. Above every
+ * size that reached the target the optimistic bound ("at least as many epochs") is close to
+ * the truth, and a wrong go is soon caught by the stop rule, so it is used; elsewhere the
+ * bound (proportionally fewer epochs) is loose, so the central estimate is. */
+static double judged_epochs(const struct bso_job *job, size_t i)
+{
+    for (size_t a = i + 1; a < job->spec.n_batch_sizes; a++)
+        if (job->stats[a].successes > 0)
+            return epochs_estimate(job, i);
+    return epochs_bound(job, i);
 }
 
 /* Cost per epoch of size i: measured, else interpolated (or extrapolated from the two nearest
@@ -192,7 +208,7 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
         /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
          * per epoch is known, so by the central estimate, as at its go/no-go. */
         const double optimistic = job->stats[c].status == BSO_BS_PASSED
-                                      ? epochs_estimate(job, (size_t)c) * per
+                                      ? judged_epochs(job, (size_t)c) * per
                                       : epochs_bound(job, (size_t)c) * per;
         /* Worth a probe only if its possible saving over the recurrences still expected (as
          * many again as so far, at least MIN_HORIZON) repays about one epoch of it: the probe's
@@ -297,13 +313,12 @@ void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_rep
     if (g >= 0 && rep->current_epoch > 0) {
         const double best = expected_cost(&job->stats[g]);
         if (s->successes == 0 && rep->current_epoch == 1 &&
-            epochs_estimate(job, i) * out->cost > best) {
+            judged_epochs(job, i) * out->cost > best) {
             /* Exploring, first epoch: its cost per epoch is now measured; go on only if the
              * central estimate of its total beats the best. */
             snprintf(out->message, sizeof out->message,
                      "Batch size %lld is not promising: about %.6g expected against %.6g",
-                     (long long)job->spec.batch_sizes[i], epochs_estimate(job, i) * out->cost,
-                     best);
+                     (long long)job->spec.batch_sizes[i], judged_epochs(job, i) * out->cost, best);
             return;
         }
         if (s->successes == 0) {
