@@ -120,47 +120,71 @@ static void fmt_num(char *buf, size_t cap, json_t *v, int decimals)
         snprintf(buf, cap, "-");
 }
 
-static int cmd_jobs(struct ctx *c)
+/* Walks every page of a list endpoint (base is its path with "?limit=..."; pages continue from
+ * "next_after", a job id or a trial number) and hands each row of the array `key` to row();
+ * with --json prints {key: [every row]} instead. */
+static int each_row(struct ctx *c, const char *base, const char *key, void (*row)(json_t *r))
 {
-    bso_client *cl = c->cl;
-    char path[900] = "/jobs?limit=1000";
-    int status = 0;
-    bool header = false;
+    json_t *all = json_array();
+    char path[1200];
+    snprintf(path, sizeof path, "%s", base);
+    int status;
     for (;;) {
-        if ((status = check(cl, bso_client_get(cl, path))))
+        if ((status = check(c->cl, bso_client_get(c->cl, path))))
             break;
-        if (c->json) {
-            print_body(cl);
-            break;
-        }
-        json_t *root = json_loads(bso_client_body(cl), 0, NULL);
-        json_t *jobs = json_object_get(root, "jobs"), *j;
+        json_t *root = json_loads(bso_client_body(c->cl), 0, NULL), *r;
         size_t i;
-        if (!header) {
-            printf("%-32s %-8s %7s %14s %10s  %s\n", "JOB", "STAGE", "TRIALS", "MIN COST",
-                   "BEST BS", "GPU");
-            header = true;
-        }
-        json_array_foreach(jobs, i, j)
+        json_array_foreach(json_object_get(root, key), i, r)
         {
-            char cost[32];
-            fmt_num(cost, sizeof cost, json_object_get(j, "min_cost"), 1);
-            printf("%-32s %-8s %7" PRId64 " %14s %10" PRId64 "  %s\n", str(j, "job_id"),
-                   str(j, "stage"), (int64_t)json_integer_value(json_object_get(j, "trials")), cost,
-                   (int64_t)json_integer_value(json_object_get(j, "min_cost_batch_size")),
-                   str(j, "gpu_model"));
+            if (c->json)
+                json_array_append(all, r);
+            else
+                row(r);
         }
-        const char *next = json_string_value(json_object_get(root, "next_after"));
-        if (next) {
+        json_t *next = json_object_get(root, "next_after");
+        bool more = true;
+        if (json_is_string(next)) {
             char esc[800];
-            escape(next, esc, sizeof esc);
-            snprintf(path, sizeof path, "/jobs?limit=1000&after=%s", esc);
+            escape(json_string_value(next), esc, sizeof esc);
+            snprintf(path, sizeof path, "%s&after=%s", base, esc);
+        } else if (json_is_integer(next)) {
+            snprintf(path, sizeof path, "%s&after=%" PRId64, base,
+                     (int64_t)json_integer_value(next));
+        } else {
+            more = false;
         }
         json_decref(root);
-        if (!next)
+        if (!more)
             break;
     }
+    if (status == 0 && c->json) {
+        json_t *o = json_object();
+        json_object_set(o, key, all);
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        puts(text ? text : "{}");
+        free(text);
+        json_decref(o);
+    }
+    json_decref(all);
     return status;
+}
+
+static void job_row(json_t *j)
+{
+    char cost[32];
+    fmt_num(cost, sizeof cost, json_object_get(j, "min_cost"), 1);
+    printf("%-32s %-8s %7" PRId64 " %14s %10" PRId64 "  %s\n", str(j, "job_id"), str(j, "stage"),
+           (int64_t)json_integer_value(json_object_get(j, "trials")), cost,
+           (int64_t)json_integer_value(json_object_get(j, "min_cost_batch_size")),
+           str(j, "gpu_model"));
+}
+
+static int cmd_jobs(struct ctx *c)
+{
+    if (!c->json)
+        printf("%-32s %-8s %7s %14s %10s  %s\n", "JOB", "STAGE", "TRIALS", "MIN COST", "BEST BS",
+               "GPU");
+    return each_row(c, "/jobs?limit=1000", "jobs", job_row);
 }
 
 static int cmd_show(struct ctx *c)
@@ -219,47 +243,29 @@ static int cmd_show(struct ctx *c)
     return 0;
 }
 
+static void trial_row(json_t *t)
+{
+    char tm[32], en[32], co[32];
+    fmt_num(tm, sizeof tm, json_object_get(t, "time"), 2);
+    fmt_num(en, sizeof en, json_object_get(t, "energy"), 1);
+    fmt_num(co, sizeof co, json_object_get(t, "cost"), 1);
+    json_t *conv = json_object_get(t, "converged");
+    printf("%6" PRId64 " %10" PRId64 " %-12s %-10s %10s %12s %12s %s\n",
+           (int64_t)json_integer_value(json_object_get(t, "trial_number")),
+           (int64_t)json_integer_value(json_object_get(t, "batch_size")), str(t, "type"),
+           str(t, "status"), tm, en, co,
+           json_is_boolean(conv) ? (json_is_true(conv) ? "yes" : "no") : "-");
+}
+
 static int cmd_trials(struct ctx *c)
 {
-    bso_client *cl = c->cl;
-    int64_t after = 0;
-    int status = 0;
+    char base[1000], id[800];
+    escape(c->argv[0], id, sizeof id);
+    snprintf(base, sizeof base, "/jobs/%s/trials?limit=1000", id);
     if (!c->json)
         printf("%6s %10s %-12s %-10s %10s %12s %12s %s\n", "TRIAL", "BATCH", "TYPE", "STATUS",
                "TIME (s)", "ENERGY (J)", "COST", "CONVERGED");
-    for (;;) {
-        char path[1000], id[800];
-        escape(c->argv[0], id, sizeof id);
-        snprintf(path, sizeof path, "/jobs/%s/trials?limit=1000&after=%" PRId64, id, after);
-        if ((status = check(cl, bso_client_get(cl, path))))
-            break;
-        if (c->json) {
-            print_body(cl);
-            break;
-        }
-        json_t *root = json_loads(bso_client_body(cl), 0, NULL);
-        json_t *t;
-        size_t i;
-        json_array_foreach(json_object_get(root, "trials"), i, t)
-        {
-            char tm[32], en[32], co[32];
-            fmt_num(tm, sizeof tm, json_object_get(t, "time"), 2);
-            fmt_num(en, sizeof en, json_object_get(t, "energy"), 1);
-            fmt_num(co, sizeof co, json_object_get(t, "cost"), 1);
-            json_t *conv = json_object_get(t, "converged");
-            printf("%6" PRId64 " %10" PRId64 " %-12s %-10s %10s %12s %12s %s\n",
-                   (int64_t)json_integer_value(json_object_get(t, "trial_number")),
-                   (int64_t)json_integer_value(json_object_get(t, "batch_size")), str(t, "type"),
-                   str(t, "status"), tm, en, co,
-                   json_is_boolean(conv) ? (json_is_true(conv) ? "yes" : "no") : "-");
-        }
-        json_t *next = json_object_get(root, "next_after");
-        after = json_is_integer(next) ? json_integer_value(next) : -1;
-        json_decref(root);
-        if (after < 0)
-            break;
-    }
-    return status;
+    return each_row(c, base, "trials", trial_row);
 }
 
 static char *read_file(const char *path)

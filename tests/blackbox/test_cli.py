@@ -52,11 +52,24 @@ class Cli(unittest.TestCase):
         self.assertIn("cli job/1", self.bso("jobs").stdout)
         body = json.loads(self.bso("--json", "trials", "cli job/1").stdout)
         self.assertEqual(body["trials"][0]["energy_source"], "estimate")
+        self.assertEqual(len(body["trials"]), 4)
         self.assertEqual(self.bso("end", "cli job/1", "32", "99").returncode, 1)
         self.assertEqual(self.bso("delete", "cli job/1").stdout, "deleted\n")
         out = self.bso("show", "cli job/1")
         self.assertEqual(out.returncode, 1)
         self.assertIn("HTTP 404", out.stderr)
+
+    def test_json_lists_every_page(self):
+        # More jobs than one page of the read API holds (1000).
+        for k in range(1005):
+            self.srv.register(dict(job_id="page-%04d" % k, job_id_prefix="page",
+                                   batch_sizes=[8], default_batch_size=8, max_power=100,
+                                   number_of_gpus=1, gpu_model="X"))
+        jobs = json.loads(self.bso("--json", "jobs").stdout)["jobs"]
+        ids = [j["job_id"] for j in jobs if j["job_id"].startswith("page-")]
+        self.assertEqual(ids, ["page-%04d" % k for k in range(1005)])
+        table = self.bso("jobs").stdout.splitlines()
+        self.assertEqual(sum(1 for l in table if l.startswith("page-")), 1005)
 
     def test_usage_errors(self):
         self.assertEqual(self.bso("help").returncode, 0)
