@@ -23,6 +23,26 @@ static double per_epoch(const struct bso_bs_stat *s)
     return s->epochs_sum > 0 ? s->cost_sum / s->epochs_sum : NAN;
 }
 
+/* How much dearer a size's first epoch is than its steady epochs, learnt from first runs that
+ * went past their first epoch (1 until there is one). */
+static double warm_up(const struct bso_job *job)
+{
+    double first = 0, steady = 0;
+    for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
+        first += job->stats[a].warm_first_sum;
+        steady += job->stats[a].warm_steady_sum;
+    }
+    return first > 0 && steady > 0 && first > steady ? first / steady : 1;
+}
+
+/* Cost per epoch of a size, with warm-up taken out of sizes measured on first epochs only. */
+static double steady_epoch(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    const bool one_epoch_runs = s->epochs_sum > 0 && s->epochs_sum == (double)s->runs;
+    return one_epoch_runs ? per_epoch(s) / warm_up(job) : per_epoch(s);
+}
+
 static double mean_epochs(const struct bso_bs_stat *s)
 {
     return s->sum_epochs / (double)s->successes;
@@ -126,7 +146,7 @@ static double epoch_cost_estimate(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *st = job->stats;
     if (st[i].epochs_sum > 0)
-        return per_epoch(&st[i]);
+        return steady_epoch(job, i);
     const size_t n = job->spec.n_batch_sizes;
     int lo = -1, hi = -1;
     for (int k = (int)i - 1; k >= 0 && lo < 0; k--)
@@ -293,10 +313,12 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     return 0;
 }
 
-void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_report *rep,
-                       bool reached, struct bso_decision *out)
+void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *rep, bool reached,
+                       struct bso_decision *out)
 {
-    const struct bso_bs_stat *s = &job->stats[i];
+    struct bso_bs_stat *s = &job->stats[i];
+    if (rep->current_epoch == 1)
+        s->first_epoch_cost = out->cost;
     const int g = best_good(job);
     out->stop_train = true;
     out->converged = reached;
@@ -313,12 +335,13 @@ void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_rep
     if (g >= 0 && rep->current_epoch > 0) {
         const double best = expected_cost(&job->stats[g]);
         if (s->successes == 0 && rep->current_epoch == 1 &&
-            judged_epochs(job, i) * out->cost > best) {
+            judged_epochs(job, i) * out->cost / (s->runs == 0 ? warm_up(job) : 1) > best) {
             /* Exploring, first epoch: its cost per epoch is now measured; go on only if the
              * central estimate of its total beats the best. */
             snprintf(out->message, sizeof out->message,
                      "Batch size %lld is not promising: about %.6g expected against %.6g",
-                     (long long)job->spec.batch_sizes[i], judged_epochs(job, i) * out->cost, best);
+                     (long long)job->spec.batch_sizes[i],
+                     judged_epochs(job, i) * out->cost / (s->runs == 0 ? warm_up(job) : 1), best);
             return;
         }
         if (s->successes == 0) {
@@ -360,6 +383,10 @@ void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
                         enum bso_run_end end)
 {
     struct bso_bs_stat *s = &job->stats[i];
+    if (s->runs == 0 && epochs >= 2 && s->first_epoch_cost > 0) {
+        s->warm_first_sum += s->first_epoch_cost;
+        s->warm_steady_sum += (cost - s->first_epoch_cost) / (double)(epochs - 1);
+    }
     s->runs++;
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;

@@ -41,14 +41,19 @@ struct bso_bs_stat {
     double sum_epochs, sum_sq_epochs, min_epochs; /* over successful runs */
     double cost_sum, epochs_sum;                  /* over every run: cost per epoch */
     double censored_epochs; /* the most epochs a stopped run used without reaching: it needs more */
+    /* Warm-up: a size's first run may pay extra in its first epoch (compilation, autotuning,
+     * power profiling). Its first-epoch cost, and, for first runs that went on, that cost and
+     * their steady cost per epoch, learn how much. */
+    double first_epoch_cost;
+    double warm_first_sum, warm_steady_sum;
 };
 
 /* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size);
 
 /* Decides on a progress report of a run at batch size index i (out->cost already set). */
-void bso_policy_decide(const struct bso_job *job, size_t i, const struct bso_report *rep,
-                       bool reached, struct bso_decision *out);
+void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *rep, bool reached,
+                       struct bso_decision *out);
 
 /* How a run ended, for bso_policy_observe. */
 enum bso_run_end { BSO_RUN_REACHED, BSO_RUN_PASSED, BSO_RUN_KILLED, BSO_RUN_FAILED };

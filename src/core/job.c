@@ -225,6 +225,8 @@ static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct
     const bool reached = sp->higher_is_better_metric ? rep->metric >= sp->target_metric
                                                      : rep->metric <= sp->target_metric;
     bso_policy_decide(job, (size_t)i, rep, reached, out);
+    if (rep->current_epoch == 1)
+        *changed |= BSO_CHANGED_STATS; /* the first epoch's cost is remembered (warm-up) */
     if (!out->stop_train)
         return 0;
     bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch,

@@ -84,6 +84,9 @@ static const char *const migrations[] = {
     "  cost_sum REAL NOT NULL,\n"
     "  epochs_sum REAL NOT NULL,\n"
     "  censored_epochs REAL NOT NULL,\n"
+    "  first_epoch_cost REAL NOT NULL,\n"
+    "  warm_first_sum REAL NOT NULL,\n"
+    "  warm_steady_sum REAL NOT NULL,\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ") WITHOUT ROWID;\n",
 };
@@ -158,11 +161,13 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = ?1 GROUP BY status",
     [ST_LOAD_STATS] =
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
-        " min_epochs, cost_sum, epochs_sum, censored_epochs FROM bs_stat WHERE job_id = ?1",
+        " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
+        " warm_steady_sum FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
-        " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
+        " first_epoch_cost, warm_first_sum, warm_steady_sum)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
 };
 
 struct backend {
@@ -612,6 +617,9 @@ static int load_stats(struct bso_session *s, const char *job_id, struct bso_job 
         b->cost_sum = sqlite3_column_double(st, 7);
         b->epochs_sum = sqlite3_column_double(st, 8);
         b->censored_epochs = sqlite3_column_double(st, 9);
+        b->first_epoch_cost = sqlite3_column_double(st, 10);
+        b->warm_first_sum = sqlite3_column_double(st, 11);
+        b->warm_steady_sum = sqlite3_column_double(st, 12);
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_fail(s, "load stats");
@@ -621,7 +629,7 @@ static int save_stats(struct bso_session *s, const struct bso_job *job)
 {
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         const struct bso_bs_stat *b = &job->stats[i];
-        if (b->runs == 0)
+        if (b->runs == 0 && b->first_epoch_cost == 0)
             continue;
         sqlite3_stmt *st = stmt(s, ST_SAVE_STAT);
         if (!st)
@@ -637,6 +645,9 @@ static int save_stats(struct bso_session *s, const struct bso_job *job)
         sqlite3_bind_double(st, 9, b->cost_sum);
         sqlite3_bind_double(st, 10, b->epochs_sum);
         sqlite3_bind_double(st, 11, b->censored_epochs);
+        sqlite3_bind_double(st, 12, b->first_epoch_cost);
+        sqlite3_bind_double(st, 13, b->warm_first_sum);
+        sqlite3_bind_double(st, 14, b->warm_steady_sum);
         int rc = step_done(s, st, "save stats");
         if (rc < 0)
             return rc;

@@ -123,12 +123,13 @@ class Sim(unittest.TestCase):
     def test_server_mode_gives_identical_decisions(self):
         with Server() as srv, tempfile.TemporaryDirectory() as d:
             url = "http://127.0.0.1:%d" % srv.port
-            for policy in ("zeus", "bso"):
+            for policy, power, workload in (("zeus", "max", "squad"), ("bso", "max", "squad"),
+                                            ("bso", "jit", "librispeech")):
                 got = {}
                 for mode, extra in (("local", []), ("http", ["--server", url])):
-                    p = os.path.join(d, "%s-%s.csv" % (policy, mode))
-                    out = sim("--traces", TRACES, "--gpu", "v100", "--workload", "squad",
-                              "--policy", policy, "--power", "max", "--seeds", "1-2",
+                    p = os.path.join(d, "%s-%s-%s.csv" % (policy, power, mode))
+                    out = sim("--traces", TRACES, "--gpu", "v100", "--workload", workload,
+                              "--policy", policy, "--power", power, "--seeds", "1-2",
                               "--recurrences", "15", "--decisions", p, "--out", d, *extra)
                     self.assertEqual(out.returncode, 0, out.stderr)
                     got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"],
