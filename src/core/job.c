@@ -141,8 +141,7 @@ static int mab_choose(struct bso_job *job, int64_t *bs, unsigned *changed)
         job->rng = before;
         return fail(job, rc, "could not choose an arm: %s", bso_strerror(rc));
     }
-    if (memcmp(&before.state, &job->rng.state, sizeof before.state) != 0 ||
-        before.has_uint32 != job->rng.has_uint32 || before.uinteger != job->rng.uinteger)
+    if (!bso_rng_equal(&before, &job->rng))
         *changed |= BSO_CHANGED_RNG;
     return 0;
 }
@@ -161,8 +160,7 @@ static int bso_predict(struct bso_job *job, struct bso_trial *t, unsigned *chang
         return fail(job, rc, "could not choose a batch size: %s", bso_strerror(rc));
     const int i = bso_job_spec_index(&job->spec, t->batch_size);
     t->type = job->stats[i].successes > 0 ? BSO_TRIAL_MAB : BSO_TRIAL_EXPLORATION;
-    if (memcmp(&before.state, &job->rng.state, sizeof before.state) != 0 ||
-        before.has_uint32 != job->rng.has_uint32)
+    if (!bso_rng_equal(&before, &job->rng))
         *changed |= BSO_CHANGED_RNG;
     job->last_trial_number = t->number;
     *changed |= BSO_CHANGED_TRIAL;

@@ -103,6 +103,12 @@ void bso_rng_seed(bso_rng *rng, uint64_t seed)
     (void)bso_rng_seed_words(rng, words, words[1] != 0 ? 2 : 1);
 }
 
+bool bso_rng_equal(const bso_rng *a, const bso_rng *b)
+{
+    return a->state == b->state && a->inc == b->inc && a->has_uint32 == b->has_uint32 &&
+           a->uinteger == b->uinteger;
+}
+
 uint64_t bso_rng_next64(bso_rng *rng)
 {
     pcg_step(rng);

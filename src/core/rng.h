@@ -38,6 +38,9 @@ int bso_rng_seed_words(bso_rng *rng, const uint32_t *words, size_t n);
 /* Sets the raw PCG64 state directly, as numpy's pcg64_set_seed(state, inc) would. */
 void bso_rng_set_raw(bso_rng *rng, bso_u128 initstate, bso_u128 initseq);
 
+/* Whether two generators are in the same state (they will draw the same numbers). */
+bool bso_rng_equal(const bso_rng *a, const bso_rng *b);
+
 uint64_t bso_rng_next64(bso_rng *rng);
 uint32_t bso_rng_next32(bso_rng *rng);
 /* Uniform double in [0, 1) with 53 random bits. */

@@ -26,12 +26,12 @@ void jb_free(struct jbuf *b)
 char *jb_take(struct jbuf *b, size_t *len)
 {
     char *text = b->failed ? NULL : b->buf;
+    if (b->failed)
+        free(b->buf);
+    else if (!text) /* nothing written: an empty string */
+        text = calloc(1, 1);
     if (len)
         *len = text ? b->len : 0;
-    if (!text)
-        free(b->buf);
-    if (text && !b->buf) /* nothing written: an empty string */
-        text = calloc(1, 1);
     b->buf = NULL;
     jb_init(b);
     return text;

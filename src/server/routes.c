@@ -35,6 +35,28 @@ static void details(struct bso_response *res, const struct bso_details *ds)
     bso_encode_details(&res->body, ds);
 }
 
+/* The database failed: the client gets a generic 503, the log gets the details. */
+static void unavailable(struct bso_response *res, const char *what, const char *detail)
+{
+    log_error("%s: %s", what, detail);
+    jb_free(&res->body);
+    message(res, 503, "The database is unavailable; try again.");
+}
+
+/* The end of a read endpoint that failed with rc: 404 for an unknown job, else 503. */
+static void read_failed(struct bso_response *res, struct bso_session *s, int rc, const char *job_id,
+                        const char *what)
+{
+    if (rc == BSO_ENOTFOUND) {
+        char msg[BSO_SVC_MSG_MAX];
+        jb_free(&res->body);
+        snprintf(msg, sizeof msg, "Unknown job(%s).", job_id);
+        message(res, 404, msg);
+    } else {
+        unavailable(res, what, bso_session_errmsg(s));
+    }
+}
+
 /* 422 for one query parameter. */
 static void query_error(struct bso_response *res, const char *name, const char *type,
                         const char *msg)
@@ -71,8 +93,7 @@ static struct bso_session *session(struct bso_request *req, struct bso_response 
     struct bso_session *s;
     if (bso_store_session(req->store, &s) == 0)
         return s;
-    log_error("cannot open a database session");
-    message(res, 503, "The database is unavailable; try again.");
+    unavailable(res, "session", "cannot open a database session");
     return NULL;
 }
 
@@ -331,10 +352,8 @@ static void h_list_jobs(struct bso_request *req, struct bso_response *res)
         rc = bso_session_list_jobs(s, query(req, "after"), limit, job_row, &c);
     bso_session_rollback(s);
     if (rc < 0) {
-        log_error("list jobs: %s", bso_session_errmsg(s));
+        unavailable(res, "list jobs", bso_session_errmsg(s));
         bso_session_release(s);
-        jb_free(&res->body);
-        message(res, 503, "The database is unavailable; try again.");
         return;
     }
     bso_session_release(s);
@@ -418,15 +437,8 @@ static void h_get_job(struct bso_request *req, struct bso_response *res)
         bso_job_clear(&job);
     }
     bso_session_rollback(s);
-    if (rc == BSO_ENOTFOUND) {
-        char msg[BSO_SVC_MSG_MAX];
-        snprintf(msg, sizeof msg, "Unknown job(%s).", req->segment);
-        message(res, 404, msg);
-    } else if (rc < 0) {
-        log_error("get job: %s", bso_session_errmsg(s));
-        jb_free(&res->body);
-        message(res, 503, "The database is unavailable; try again.");
-    }
+    if (rc < 0)
+        read_failed(res, s, rc, req->segment, "get job");
     bso_session_release(s);
 }
 
@@ -504,15 +516,8 @@ static void h_list_trials(struct bso_request *req, struct bso_response *res)
         bso_job_clear(&job);
     }
     bso_session_rollback(s);
-    if (rc == BSO_ENOTFOUND) {
-        char msg[BSO_SVC_MSG_MAX];
-        snprintf(msg, sizeof msg, "Unknown job(%s).", req->segment);
-        message(res, 404, msg);
-    } else if (rc < 0) {
-        log_error("list trials: %s", bso_session_errmsg(s));
-        jb_free(&res->body);
-        message(res, 503, "The database is unavailable; try again.");
-    }
+    if (rc < 0)
+        read_failed(res, s, rc, req->segment, "list trials");
     bso_session_release(s);
 }
 
