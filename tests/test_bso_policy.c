@@ -99,21 +99,78 @@ static void test_probe_stopped_when_hopeless(void **state)
     bso_job_clear(&job);
 }
 
-static void test_exploring_run_killed_on_optimistic_bound(void **state)
+/* After the default reached in 10 epochs at 100 (best 1000), the first probe goes up: a
+ * larger batch is assumed cheaper per epoch until measured, so its probe costs less. */
+static struct bso_trial first_probe(struct bso_job *job, int64_t default_epochs)
+{
+    struct bso_trial t = predict_ok(job);
+    struct bso_decision d;
+    run(job, &t, 100, default_epochs, &d);
+    t = predict_ok(job);
+    assert_int_equal(t.type, BSO_TRIAL_EXPLORATION);
+    assert_int_equal(t.batch_size, 128);
+    return t;
+}
+
+static void test_exploring_run_goes_on_past_the_best_cost(void **state)
 {
     (void)state;
     struct bso_job job;
     start(&job);
-    struct bso_trial t = predict_ok(&job);
+    struct bso_trial t = first_probe(&job, 10);
+    /* 70 per epoch passes the go/no-go (at least 10 epochs: 700 < 1000). At epoch 19 it has
+     * spent 1330, more than the best, but what is spent is spent: one more epoch (70) is far
+     * cheaper than a fresh run of the best (1000), so it goes on and reaches at 20. */
     struct bso_decision d;
-    run(&job, &t, 100, 10, &d); /* best: 1000 */
-    t = predict_ok(&job);
-    /* Cheap enough per epoch to pass its go/no-go (about 14 or 7 epochs of 70 against 1000),
-     * but it never reaches: stopped once its cost passes 1.3 times the best (epoch 19: 1330),
-     * before max_epochs. */
-    int64_t stopped = run(&job, &t, 70, 0, &d);
-    assert_int_equal(stopped, 19);
-    assert_non_null(strstr(d.message, "cannot beat the best"));
+    assert_int_equal(run(&job, &t, 70, 20, &d), 20);
+    assert_true(d.converged);
+    assert_int_equal(job.stats[3].status, BSO_BS_GOOD);
+    bso_job_clear(&job);
+}
+
+static void test_exploring_run_stopped_when_expected_to_fail(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    /* The default needs 15 of the 20 allowed epochs; one octave up is estimated at about
+     * 15 * 2^0.5 = 21 epochs, so the probe is stopped as soon as it starts. */
+    struct bso_trial t = first_probe(&job, 15);
+    struct bso_decision d;
+    assert_int_equal(run(&job, &t, 70, 0, &d), 1);
+    assert_false(d.converged);
+    assert_non_null(strstr(d.message, "more than max_epochs(20)"));
+    bso_job_clear(&job);
+}
+
+static void test_exploring_run_stopped_when_finishing_costs_more(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    struct bso_trial t = first_probe(&job, 10);
+    /* 80 per epoch passes the go/no-go (at least 10 epochs: 800 < 1000), but its central
+     * estimate (10 * 2^0.5 = 14.1 epochs) leaves 13.1 epochs, 1051, dearer than a fresh run
+     * of the best. */
+    struct bso_decision d;
+    assert_int_equal(run(&job, &t, 80, 0, &d), 1);
+    assert_non_null(strstr(d.message, "more to go"));
+    bso_job_clear(&job);
+}
+
+static void test_exploring_run_stopped_at_beta(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    job.spec.max_epochs = 40;
+    struct bso_trial t = first_probe(&job, 10);
+    /* It never reaches: beta (2) times the best (1000) stops it at epoch 27 (2025). */
+    struct bso_decision d;
+    assert_int_equal(run(&job, &t, 75, 0, &d), 27);
+    assert_non_null(strstr(d.message, "beta_knob(2)"));
+    assert_int_equal(job.stats[3].status, BSO_BS_KILLED);
+    assert_true(job.stats[3].censored_epochs == 27);
     bso_job_clear(&job);
 }
 
@@ -140,7 +197,10 @@ int main(void)
         cmocka_unit_test(test_default_first_and_success),
         cmocka_unit_test(test_max_epochs_fail_then_smaller_sizes),
         cmocka_unit_test(test_probe_stopped_when_hopeless),
-        cmocka_unit_test(test_exploring_run_killed_on_optimistic_bound),
+        cmocka_unit_test(test_exploring_run_goes_on_past_the_best_cost),
+        cmocka_unit_test(test_exploring_run_stopped_when_expected_to_fail),
+        cmocka_unit_test(test_exploring_run_stopped_when_finishing_costs_more),
+        cmocka_unit_test(test_exploring_run_stopped_at_beta),
         cmocka_unit_test(test_all_failed_is_pruned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,9 +10,12 @@
 
 /* A run exploring a batch size is stopped when even its optimistic total cost passes this
  * multiple of the best size's expected cost. 1.0 would kill near-ties; much more wastes. */
-#define KILL_FACTOR 1.3
+#define OVERDUE 0.25
 /* The spread of epochs-to-target, relative to the mean, assumed before any size has two runs. */
 #define PRIOR_CV 0.15
+/* How cost per epoch is assumed to scale with batch size before two sizes are measured:
+ * (b_measured / b)^this, halfway between flat and perfect scaling. */
+#define PER_EPOCH_PRIOR_SLOPE 0.5
 /* Fewest recurrences assumed still to come when weighing a probe against its saving. */
 #define MIN_HORIZON 10.0
 /* How many one-epoch probes a passed-over size gets in all, so the search always ends. */
@@ -162,8 +165,10 @@ static double epoch_cost_estimate(const struct bso_job *job, size_t i)
         for (int k = a + (lo >= 0 ? -1 : 1); k >= 0 && k < (int)n && b < 0; k += lo >= 0 ? -1 : 1)
             if (st[k].epochs_sum > 0)
                 b = k;
-        if (b < 0)
-            return per_epoch(&st[a]);
+        if (b < 0) /* one measured size: per-sample cost falls as batches grow, by a prior */
+            return steady_epoch(job, (size_t)a) *
+                   pow((double)job->spec.batch_sizes[a] / (double)job->spec.batch_sizes[i],
+                       PER_EPOCH_PRIOR_SLOPE);
         lo = a < b ? a : b;
         hi = a < b ? b : a;
     }
@@ -345,19 +350,35 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
             return;
         }
         if (s->successes == 0) {
-            /* Exploring: stop once even the optimistic total cannot come near the best. */
-            const double per = out->cost / (double)rep->current_epoch;
-            const double left = epochs_bound(job, i) - (double)rep->current_epoch;
-            const double optimistic = out->cost + (left > 0 ? left : 0) * per;
-            if (optimistic > KILL_FACTOR * best) {
+            /* Exploring: what it has spent is spent. Going on costs its expected remaining
+             * epochs; stopping costs a fresh run of the best size (the recurrence still needs
+             * a trained model) and loses what this run would teach. So stop only when the
+             * remaining cost passes a whole run of the best. Past its estimate, a run is
+             * assumed to need a further OVERDUE share of what it has run. */
+            const double e = (double)rep->current_epoch;
+            const double per = out->cost / e;
+            const double expected = epochs_estimate(job, i);
+            double left = expected - e;
+            if (left < OVERDUE * e)
+                left = OVERDUE * e;
+            if (expected > (double)job->spec.max_epochs) {
                 snprintf(out->message, sizeof out->message,
-                         "Batch size %lld cannot beat the best (%lld): at least %.6g against "
-                         "%.6g expected",
-                         (long long)job->spec.batch_sizes[i], (long long)job->spec.batch_sizes[g],
-                         optimistic, best);
+                         "Batch size %lld is expected to need about %.3g epochs, more than "
+                         "max_epochs(%lld)",
+                         (long long)job->spec.batch_sizes[i], expected,
+                         (long long)job->spec.max_epochs);
                 return;
             }
-        } else if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best) {
+            if (left * per > best) {
+                snprintf(out->message, sizeof out->message,
+                         "Batch size %lld cannot beat the best (%lld): about %.6g more to go "
+                         "against %.6g for a fresh run of the best",
+                         (long long)job->spec.batch_sizes[i], (long long)job->spec.batch_sizes[g],
+                         left * per, best);
+                return;
+            }
+        }
+        if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best) {
             snprintf(out->message, sizeof out->message,
                      "Batch Size(%lld) exceeded the cost upper bound: beta_knob(%g) times the "
                      "best expected cost (%.6g)",

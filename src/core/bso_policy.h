@@ -8,8 +8,9 @@
  *    one with the lowest optimistic cost (an epochs lower bound that respects batch-size
  *    scaling, times an interpolated cost per epoch), and only if its possible saving, over the
  *    job's expected remaining recurrences, repays a probe.
- *  - An exploring run is stopped once its cost so far plus that optimistic bound on its
- *    remaining epochs passes KILL_FACTOR times the best size's expected cost.
+ *  - An exploring run goes on after its first epoch only if its estimated total beats the
+ *    best. Later, what it spent is sunk: it is stopped only when its expected remaining cost
+ *    passes a fresh run of the best, or when it is expected to need more than max_epochs.
  *  - Exploitation is Thompson sampling over the sizes that have finished a run.
  *  - Safety: beta * the best expected cost stops any run; max_epochs stops every run.
  */
