@@ -13,6 +13,7 @@
 #define OVERDUE 0.25
 /* The spread of epochs-to-target, relative to the mean, assumed before any size has two runs. */
 #define PRIOR_CV 0.15
+#define PRIOR_RUNS 2.0
 /* How cost per epoch is assumed to scale with batch size before two sizes are measured:
  * (b_measured / b)^this, halfway between flat and perfect scaling. */
 #define PER_EPOCH_PRIOR_SLOPE 0.5
@@ -259,18 +260,19 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
 static int thompson(struct bso_job *job)
 {
     const size_t n = job->spec.n_batch_sizes;
-    double cv_sum = 0;
-    int cv_n = 0;
+    /* The relative spread of epochs-to-target, pooled over sizes (each run beyond a size's
+     * first is one degree of freedom), with PRIOR_CV worth PRIOR_RUNS runs. */
+    double sq = PRIOR_RUNS * PRIOR_CV * PRIOR_CV, dof = PRIOR_RUNS;
     for (size_t i = 0; i < n; i++) {
         const struct bso_bs_stat *s = &job->stats[i];
         if (s->successes < 2)
             continue;
-        double m = mean_epochs(s);
-        double var = s->sum_sq_epochs / (double)s->successes - m * m;
-        cv_sum += var > 0 ? sqrt(var) / m : 0;
-        cv_n++;
+        const double m = mean_epochs(s);
+        const double ss = s->sum_sq_epochs - (double)s->successes * m * m;
+        sq += ss > 0 ? ss / (m * m) : 0;
+        dof += (double)(s->successes - 1);
     }
-    const double cv = cv_n > 0 ? (cv_sum / cv_n + PRIOR_CV) / 2 : PRIOR_CV;
+    const double cv = sqrt(sq / dof);
     int best = -1;
     double best_draw = 0;
     for (size_t i = 0; i < n; i++) {
