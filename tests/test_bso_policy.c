@@ -1,6 +1,7 @@
 /* The bso policy's rules, one at a time, on a small job driven through the core. */
 #include "helpers.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -174,6 +175,34 @@ static void test_exploring_run_stopped_at_beta(void **state)
     bso_job_clear(&job);
 }
 
+static void test_epochs_posterior_shrinks_toward_the_curve(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    double mean_log[5], sd_log[5];
+    /* One size: nothing to shrink toward, its own mean. */
+    bso_policy_observe(&job, 1, 1000, 10, BSO_RUN_REACHED);
+    bso_policy_epochs_posterior(&job, mean_log, sd_log);
+    assert_true(fabs(mean_log[1] - log(10)) < 1e-12);
+    assert_true(isnan(mean_log[0]) && isnan(mean_log[4]));
+    /* 16 to 128 need 10 or 12 epochs, four runs each; 256 reached once, in 8. */
+    for (size_t i = 0; i <= 3; i++)
+        for (int r = i == 1 ? 1 : 0; r < 4; r++)
+            bso_policy_observe(&job, i, 1000, r % 2 ? 12 : 10, BSO_RUN_REACHED);
+    bso_policy_observe(&job, 4, 800, 8, BSO_RUN_REACHED);
+    bso_policy_epochs_posterior(&job, mean_log, sd_log);
+    /* The lone short run is pulled toward the others (to about 9.05 epochs), and stays
+     * less certain... */
+    assert_true(mean_log[4] > log(8) + 0.1);
+    assert_true(mean_log[4] < log(10));
+    assert_true(sd_log[4] > sd_log[1]);
+    /* ...while well-measured sizes barely move from their own mean. */
+    for (size_t i = 0; i <= 3; i++)
+        assert_true(fabs(mean_log[i] - log(11)) < 0.02);
+    bso_job_clear(&job);
+}
+
 static void test_all_failed_is_pruned(void **state)
 {
     (void)state;
@@ -201,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_exploring_run_stopped_when_expected_to_fail),
         cmocka_unit_test(test_exploring_run_stopped_when_finishing_costs_more),
         cmocka_unit_test(test_exploring_run_stopped_at_beta),
+        cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
         cmocka_unit_test(test_all_failed_is_pruned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -68,7 +68,7 @@ static void test_golden_across_restarts(void **state)
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
     bool created;
     char msg[BSO_SVC_MSG_MAX];
-    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
     assert_true(created);
     assert_int_equal(strncmp(spec.job_id, "g-", 2), 0);
     assert_int_equal(strlen(spec.job_id), 10);
@@ -132,13 +132,13 @@ static void test_register_and_messages(void **state)
     snprintf(spec.job_id, sizeof spec.job_id, "test-a");
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
     bool created;
-    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
     assert_true(created);
     other = spec;
-    assert_int_equal(bso_svc_register(s, &other, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &other, BSO_POLICY_ZEUS, &created, msg), 0);
     assert_false(created);
     other.default_batch_size = 512;
-    assert_int_equal(bso_svc_register(s, &other, &created, msg), BSO_ECONFLICT);
+    assert_int_equal(bso_svc_register(s, &other, BSO_POLICY_ZEUS, &created, msg), BSO_ECONFLICT);
     assert_string_equal(msg, "JobSpec doesn't match with existing jobSpec. Use a new job_id for "
                              "different configuration");
 
@@ -175,7 +175,7 @@ static void test_register_and_messages(void **state)
     int64_t counts[3];
     assert_int_equal(bso_session_count_trials(s, "test-a", counts), 0);
     assert_int_equal(counts[0] + counts[1] + counts[2], 0);
-    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
     assert_true(created);
     bso_session_release(s);
     bso_store_close(st);
@@ -199,7 +199,7 @@ static void test_failed_request_changes_nothing(void **state)
     fake_job_spec(&spec);
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
     bool created;
-    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
     struct bso_trial t;
     bool sw;
     assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, msg), 0);
@@ -265,7 +265,7 @@ static void test_upgrade_from_version_1(void **state)
     bool created, sw;
     fake_job_spec(&spec);
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
-    assert_int_equal(bso_svc_register(s, &spec, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
     struct bso_trial t;
     assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, msg), 0);
     bso_session_release(s);

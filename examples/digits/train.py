@@ -90,8 +90,8 @@ def run(rank, world_size, args):
                 nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
                 sgd.step()
             acc = accuracy(net, xv, yv)
-            opt.on_evaluate(acc)
             result["epochs"], result["accuracy"] = epoch + 1, acc
+            opt.on_evaluate(acc)
             if opt.training_finished:
                 result["converged"] = True
                 break

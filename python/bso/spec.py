@@ -25,6 +25,9 @@ class JobSpec:
     mab_prior_precision: float = 0.0
     mab_num_explorations: int = 2
     mab_seed: Optional[int] = None
+    # "bso" or "zeus"; None leaves it to the server (its default for a new job, the job's own
+    # policy for an existing one).
+    policy: Optional[str] = None
 
     def __post_init__(self):
         errors = []
@@ -62,6 +65,8 @@ class JobSpec:
             errors.append("mab_num_explorations must be >= 0")
         if self.mab_seed is not None and self.mab_seed < 0:
             errors.append("mab_seed must be >= 0")
+        if self.policy not in (None, "bso", "zeus"):
+            errors.append("policy must be \"bso\", \"zeus\" or None")
         if self.job_id is not None and not self.job_id.startswith(self.job_id_prefix):
             errors.append("Job_id(%s) does not start with prefix(%s)." % (self.job_id,
                                                                           self.job_id_prefix))
@@ -69,4 +74,7 @@ class JobSpec:
             raise BSOConfigError("invalid JobSpec: " + "; ".join(errors))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["policy"] is None:
+            del d["policy"]
+        return d

@@ -187,6 +187,36 @@ static int cmd_jobs(struct ctx *c)
     return each_row(c, "/jobs?limit=1000", "jobs", job_row);
 }
 
+/* The bso policy's view of each batch size, and the best so far. */
+static void show_bs_stats(json_t *stats)
+{
+    printf("\n%10s %-8s %5s %9s %11s %14s %14s\n", "BATCH SIZE", "STATUS", "RUNS", "REACHED",
+           "MEAN EPOCHS", "COST/EPOCH", "EXPECTED COST");
+    json_t *st;
+    size_t i;
+    int64_t best = -1;
+    double best_cost = INFINITY;
+    json_array_foreach(stats, i, st)
+    {
+        char epochs[32], per[32], cost[32];
+        fmt_num(epochs, sizeof epochs, json_object_get(st, "mean_epochs"), 2);
+        fmt_num(per, sizeof per, json_object_get(st, "cost_per_epoch"), 1);
+        fmt_num(cost, sizeof cost, json_object_get(st, "expected_cost"), 1);
+        const int64_t bs = json_integer_value(json_object_get(st, "batch_size"));
+        printf("%10" PRId64 " %-8s %5" PRId64 " %9" PRId64 " %11s %14s %14s\n", bs,
+               str(st, "status"), (int64_t)json_integer_value(json_object_get(st, "runs")),
+               (int64_t)json_integer_value(json_object_get(st, "successes")), epochs, per, cost);
+        json_t *e = json_object_get(st, "expected_cost");
+        if (json_is_number(e) && json_number_value(e) < best_cost) {
+            best_cost = json_number_value(e);
+            best = bs;
+        }
+    }
+    if (best >= 0)
+        printf("\nbest batch size so far: %" PRId64 " (lowest expected cost %.1f)\n", best,
+               best_cost);
+}
+
 static int cmd_show(struct ctx *c)
 {
     bso_client *cl = c->cl;
@@ -235,6 +265,8 @@ static int cmd_show(struct ctx *c)
             }
         }
         printf("\nbest batch size so far: %" PRId64 " (lowest mean cost %.1f)\n", best, best_cost);
+    } else if (json_array_size(json_object_get(job, "batch_size_stats")) > 0) {
+        show_bs_stats(json_object_get(job, "batch_size_stats"));
     } else {
         printf("\nbest batch size so far: %" PRId64 " (pruning: the cheapest result)\n",
                (int64_t)json_integer_value(json_object_get(job, "min_cost_batch_size")));

@@ -14,6 +14,8 @@
 /* The spread of epochs-to-target, relative to the mean, assumed before any size has two runs. */
 #define PRIOR_CV 0.15
 #define PRIOR_RUNS 2.0
+#define PRIOR_SCATTER 0.2
+#define MIN_SCATTER 0.02
 /* How cost per epoch is assumed to scale with batch size before two sizes are measured:
  * (b_measured / b)^this, halfway between flat and perfect scaling. */
 #define PER_EPOCH_PRIOR_SLOPE 0.5
@@ -55,6 +57,22 @@ static double mean_epochs(const struct bso_bs_stat *s)
 static double expected_cost(const struct bso_bs_stat *s)
 {
     return mean_epochs(s) * per_epoch(s);
+}
+
+const char *bso_bs_status_name(int status)
+{
+    static const char *const names[] = {"untried", "good", "killed", "failed", "passed"};
+    return status >= 0 && status <= BSO_BS_PASSED ? names[status] : "unknown";
+}
+
+double bso_bs_cost_per_epoch(const struct bso_bs_stat *s)
+{
+    return per_epoch(s);
+}
+
+double bso_bs_expected_cost(const struct bso_bs_stat *s)
+{
+    return s->successes > 0 ? expected_cost(s) : NAN;
 }
 
 /* The index of the size with the lowest expected cost among those that reached the target,
@@ -254,14 +272,12 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
     return pick;
 }
 
-/* Thompson sampling over the sizes that reached the target: each draws its mean epochs from a
- * normal posterior (spread from the observed runs, pooled across sizes) times its cost per
- * epoch; the lowest draw wins. */
-static int thompson(struct bso_job *job)
+void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, double *sd_log)
 {
     const size_t n = job->spec.n_batch_sizes;
-    /* The relative spread of epochs-to-target, pooled over sizes (each run beyond a size's
-     * first is one degree of freedom), with PRIOR_CV worth PRIOR_RUNS runs. */
+    /* The relative spread of a size's epochs-to-target from run to run, pooled over sizes
+     * (each run beyond a size's first is one degree of freedom), with PRIOR_CV worth
+     * PRIOR_RUNS runs. */
     double sq = PRIOR_RUNS * PRIOR_CV * PRIOR_CV, dof = PRIOR_RUNS;
     for (size_t i = 0; i < n; i++) {
         const struct bso_bs_stat *s = &job->stats[i];
@@ -272,16 +288,70 @@ static int thompson(struct bso_job *job)
         sq += ss > 0 ? ss / (m * m) : 0;
         dof += (double)(s->successes - 1);
     }
-    const double cv = sqrt(sq / dof);
-    int best = -1;
-    double best_draw = 0;
+    const double cv2 = sq / dof;
+    /* Sizes share a smooth curve of epochs against batch size: a line in log-log, weighted
+     * by runs, over the sizes that reached the target. */
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int k = 0;
     for (size_t i = 0; i < n; i++) {
         const struct bso_bs_stat *s = &job->stats[i];
         if (s->successes == 0)
             continue;
-        const double m = mean_epochs(s);
+        const double w = (double)s->successes, x = log2((double)job->spec.batch_sizes[i]);
+        const double y = log(mean_epochs(s));
+        sw += w;
+        sx += w * x;
+        sy += w * y;
+        sxx += w * x * x;
+        sxy += w * x * y;
+        k++;
+    }
+    const double den = sw * sxx - sx * sx;
+    const double slope = k >= 2 && den > 0 ? (sw * sxy - sx * sy) / den : 0;
+    const double icpt = sw > 0 ? (sy - slope * sx) / sw : 0;
+    /* How far sizes scatter about the line beyond their own noise: PRIOR_SCATTER until a
+     * third size can tell, never below MIN_SCATTER. */
+    double scatter = PRIOR_SCATTER * PRIOR_SCATTER;
+    if (k >= 3) {
+        double r2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct bso_bs_stat *s = &job->stats[i];
+            if (s->successes == 0)
+                continue;
+            const double r =
+                log(mean_epochs(s)) - icpt - slope * log2((double)job->spec.batch_sizes[i]);
+            r2 += r * r - cv2 / (double)s->successes;
+        }
+        r2 /= (double)(k - 2);
+        scatter = r2 > MIN_SCATTER * MIN_SCATTER ? r2 : MIN_SCATTER * MIN_SCATTER;
+    }
+    /* Each size's mean is shrunk toward the line by the two precisions. */
+    for (size_t i = 0; i < n; i++) {
+        const struct bso_bs_stat *s = &job->stats[i];
+        if (s->successes == 0) {
+            mean_log[i] = sd_log[i] = NAN;
+            continue;
+        }
+        const double own = (double)s->successes / cv2, line = 1 / scatter;
+        const double fit = icpt + slope * log2((double)job->spec.batch_sizes[i]);
+        mean_log[i] = (own * log(mean_epochs(s)) + line * fit) / (own + line);
+        sd_log[i] = 1 / sqrt(own + line);
+    }
+}
+
+/* Thompson sampling over the sizes that reached the target: each draws its epochs from the
+ * posterior above, times its cost per epoch; the lowest draw wins. */
+static int thompson(struct bso_job *job)
+{
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
+    bso_policy_epochs_posterior(job, mean_log, sd_log);
+    int best = -1;
+    double best_draw = 0;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        if (job->stats[i].successes == 0)
+            continue;
         const double draw =
-            bso_rng_normal(&job->rng, m, cv * m / sqrt((double)s->successes)) * per_epoch(s);
+            exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per_epoch(&job->stats[i]);
         if (best < 0 || draw < best_draw) {
             best = (int)i;
             best_draw = draw;

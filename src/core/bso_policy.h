@@ -11,7 +11,8 @@
  *  - An exploring run goes on after its first epoch only if its estimated total beats the
  *    best. Later, what it spent is sunk: it is stopped only when its expected remaining cost
  *    passes a fresh run of the best, or when it is expected to need more than max_epochs.
- *  - Exploitation is Thompson sampling over the sizes that have finished a run.
+ *  - Exploitation is Thompson sampling over the sizes that have finished a run, with each
+ *    size's epochs shrunk toward a smooth curve shared by all sizes.
  *  - Safety: beta * the best expected cost stops any run; max_epochs stops every run.
  */
 #ifndef BSO_CORE_BSO_POLICY_H
@@ -49,12 +50,25 @@ struct bso_bs_stat {
     double warm_first_sum, warm_steady_sum;
 };
 
+/* "untried", "good", "killed", "failed" or "passed". */
+const char *bso_bs_status_name(int status);
+
+/* A size's cost per epoch over all its runs, and its expected cost to the target (mean epochs
+ * of its successful runs times that); NAN where unknown. */
+double bso_bs_cost_per_epoch(const struct bso_bs_stat *s);
+double bso_bs_expected_cost(const struct bso_bs_stat *s);
+
 /* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size);
 
 /* Decides on a progress report of a run at batch size index i (out->cost already set). */
 void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *rep, bool reached,
                        struct bso_decision *out);
+
+/* The posterior of each size's mean epochs-to-target, as the mean and standard deviation of
+ * its natural log: the size's own runs, shrunk toward a line in log-log fitted over every size
+ * that reached the target. Sizes without a success get NAN. Both arrays hold n_batch_sizes. */
+void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, double *sd_log);
 
 /* How a run ended, for bso_policy_observe. */
 enum bso_run_end { BSO_RUN_REACHED, BSO_RUN_PASSED, BSO_RUN_KILLED, BSO_RUN_FAILED };

@@ -160,6 +160,12 @@ static int bso_predict(struct bso_job *job, struct bso_trial *t, unsigned *chang
         return fail(job, rc, "could not choose a batch size: %s", bso_strerror(rc));
     const int i = bso_job_spec_index(&job->spec, t->batch_size);
     t->type = job->stats[i].successes > 0 ? BSO_TRIAL_MAB : BSO_TRIAL_EXPLORATION;
+    /* The job's stage tells readers that Thompson sampling has begun (the search may still
+     * probe now and then as the job's expected future grows). */
+    if (t->type == BSO_TRIAL_MAB && job->stage != BSO_STAGE_MAB) {
+        job->stage = BSO_STAGE_MAB;
+        *changed |= BSO_CHANGED_STAGE;
+    }
     if (!bso_rng_equal(&before, &job->rng))
         *changed |= BSO_CHANGED_RNG;
     job->last_trial_number = t->number;

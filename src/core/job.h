@@ -24,7 +24,7 @@
 
 enum bso_changed {
     BSO_CHANGED_TRIAL = 1 << 0,    /* the trial passed in or out was created or updated */
-    BSO_CHANGED_STAGE = 1 << 1,    /* stage became MAB */
+    BSO_CHANGED_STAGE = 1 << 1,    /* stage became MAB (bso policy: its first Thompson pick) */
     BSO_CHANGED_ARMS = 1 << 2,     /* every arm was created */
     BSO_CHANGED_ARM = 1 << 3,      /* one arm was refitted (its index is returned) */
     BSO_CHANGED_RNG = 1 << 4,      /* the RNG state advanced */

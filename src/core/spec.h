@@ -20,8 +20,11 @@
 #define BSO_GPU_MODEL_MAX 128
 #define BSO_MAX_PRUNING_ROUNDS 64
 
-/* Which policy a job runs. Zeus's exactly, or BSO's own (see docs/policy.md). */
-enum bso_policy { BSO_POLICY_ZEUS = 0, BSO_POLICY_BSO = 1 };
+/* Which policy a job runs. Zeus's exactly, or BSO's own (see docs/policy.md). A request that
+ * names none gets BSO_POLICY_DEFAULT: the server's default for a new job, and for an existing
+ * job whatever it runs, so a client that never sends the field keeps re-registering its job
+ * after the server's default changes. */
+enum bso_policy { BSO_POLICY_DEFAULT = -2, BSO_POLICY_ZEUS = 0, BSO_POLICY_BSO = 1 };
 
 /* "zeus" or "bso". */
 const char *bso_policy_name(int policy);

@@ -394,6 +394,7 @@ int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, str
             to_int(&c, v, &spec->mab_seed);
     }
     /* BSO's own field: which policy the job runs (Zeus clients do not send it). */
+    spec->policy = BSO_POLICY_DEFAULT;
     if ((v = field(&c, root, "policy", false)) && !json_is_null(v)) {
         if (!json_is_string(v) || (spec->policy = bso_policy_parse(json_string_value(v))) < 0) {
             spec->policy = BSO_POLICY_ZEUS;

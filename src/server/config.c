@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bso/error.h"
+#include "core/spec.h"
 #include "server/dotenv.h"
 
 typedef int (*setter_fn)(struct bso_config *cfg, const char *value, char *why, size_t cap);
@@ -112,6 +113,14 @@ static int set_durability(struct bso_config *c, const char *v, char *why, size_t
     return BSO_EINVAL;
 }
 
+static int set_default_policy(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    if ((c->default_policy = bso_policy_parse(v)) >= 0)
+        return 0;
+    snprintf(why, cap, "expected bso or zeus");
+    return BSO_EINVAL;
+}
+
 static const struct option options[] = {
     {"--database", "BSO_DATABASE_URL", "ZEUS_BSO_DATABASE_URL", "URL",
      "database URL: sqlite:///relative.db, sqlite:////absolute.db or sqlite:///:memory: "
@@ -130,6 +139,10 @@ static const struct option options[] = {
      "normal (WAL, survives a crash) or full (fsync per commit, survives power loss); "
      "default normal",
      set_durability},
+    {"--default-policy", "BSO_DEFAULT_POLICY", NULL, "NAME",
+     "policy of jobs registered without a \"policy\" field: bso, or zeus for Zeus's exact "
+     "decisions (default bso)",
+     set_default_policy},
     {"--max-body-kib", "BSO_MAX_BODY_KIB", NULL, "N", "largest request body in KiB (default 1024)",
      set_max_body},
     {"--max-connections", "BSO_MAX_CONNECTIONS", NULL, "N",
@@ -185,6 +198,7 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
     snprintf(cfg->database, sizeof cfg->database, "sqlite:///bso.db");
     snprintf(cfg->host, sizeof cfg->host, "127.0.0.1");
     cfg->port = 8000;
+    cfg->default_policy = BSO_POLICY_BSO;
     cfg->log_level = BSO_LOG_INFO;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cfg->threads = cpus > 0 ? (int)cpus : 2;

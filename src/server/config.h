@@ -21,6 +21,7 @@ struct bso_config {
     enum bso_log_format log_format;
     int threads;
     enum bso_durability durability;
+    int default_policy; /* enum bso_policy: for jobs registered without a "policy" field */
     size_t max_body; /* bytes */
     int max_connections;
     int timeout_s; /* idle connection timeout */

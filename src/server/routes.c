@@ -5,6 +5,7 @@
 #include "server/routes.h"
 
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <strings.h>
 
 #include "bso/error.h"
+#include "core/bso_policy.h"
 #include "core/cost.h"
 #include "core/pyfmt.h"
 #include "server/codec.h"
@@ -160,7 +162,7 @@ static void h_register(struct bso_request *req, struct bso_response *res)
         return;
     char msg[BSO_SVC_MSG_MAX];
     bool created = false;
-    int rc = bso_svc_register(s, &spec, &created, msg);
+    int rc = bso_svc_register(s, &spec, req->cfg->default_policy, &created, msg);
     bso_session_release(s);
     if (rc < 0) {
         message(res, status_of(rc, 400), msg);
@@ -366,6 +368,42 @@ static void h_list_jobs(struct bso_request *req, struct bso_response *res)
     jb_end(&res->body);
 }
 
+/* Number or null (unknown). */
+static void jb_maybe(struct jbuf *b, double v)
+{
+    if (isfinite(v))
+        jb_float(b, v);
+    else
+        jb_null(b);
+}
+
+/* What the bso policy knows about each batch size. */
+static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
+{
+    jb_key(b, "batch_size_stats");
+    jb_arr(b);
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        const struct bso_bs_stat *s = &job->stats[i];
+        jb_obj(b);
+        jb_key(b, "batch_size");
+        jb_int(b, job->spec.batch_sizes[i]);
+        jb_key(b, "status");
+        jb_str(b, bso_bs_status_name(s->status));
+        jb_key(b, "runs");
+        jb_int(b, s->runs);
+        jb_key(b, "successes");
+        jb_int(b, s->successes);
+        jb_key(b, "mean_epochs");
+        jb_maybe(b, s->successes > 0 ? s->sum_epochs / (double)s->successes : NAN);
+        jb_key(b, "cost_per_epoch");
+        jb_maybe(b, bso_bs_cost_per_epoch(s));
+        jb_key(b, "expected_cost");
+        jb_maybe(b, bso_bs_expected_cost(s));
+        jb_end(b);
+    }
+    jb_end(b);
+}
+
 static void encode_job(struct jbuf *b, const struct bso_job *job, const int64_t counts[3])
 {
     jb_obj(b);
@@ -417,6 +455,8 @@ static void encode_job(struct jbuf *b, const struct bso_job *job, const int64_t 
         jb_end(b);
     }
     jb_end(b);
+    if (job->spec.policy == BSO_POLICY_BSO)
+        encode_bs_stats(b, job);
     jb_end(b);
 }
 

@@ -77,7 +77,8 @@ static int entropy(uint32_t *w, size_t n, char *msg)
     return 0;
 }
 
-int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, bool *created, char *msg)
+int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int default_policy,
+                     bool *created, char *msg)
 {
     int rc = bso_session_begin_write(s, spec->has_job_id ? spec->job_id : NULL);
     if (rc < 0)
@@ -103,6 +104,8 @@ int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, bool *cre
         struct bso_job existing;
         rc = bso_session_load_job(s, spec->job_id, 0, &existing);
         if (rc == 0) {
+            if (spec->policy == BSO_POLICY_DEFAULT)
+                spec->policy = existing.spec.policy;
             const bool same = bso_job_spec_equal(&existing.spec, spec);
             bso_job_clear(&existing);
             if (!same)
@@ -118,6 +121,8 @@ int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, bool *cre
             return finish(s, db_error(s, rc, "register", msg), "register", msg);
     }
 
+    if (spec->policy == BSO_POLICY_DEFAULT)
+        spec->policy = default_policy;
     uint32_t words[4];
     struct bso_job job;
     if ((rc = entropy(words, 4, msg)) < 0)
@@ -160,9 +165,15 @@ int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial 
     }
     *stage_changed = rc == 0 && (changed & BSO_CHANGED_STAGE);
     if (*stage_changed && arms_out && n_arms) {
-        *n_arms = job.n_arms;
-        for (size_t i = 0; i < job.n_arms; i++)
-            arms_out[i] = job.arms[i].batch_size;
+        *n_arms = 0;
+        if (job.spec.policy == BSO_POLICY_BSO) { /* the sizes Thompson sampling draws among */
+            for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+                if (job.stats[i].successes > 0)
+                    arms_out[(*n_arms)++] = job.spec.batch_sizes[i];
+        } else {
+            for (size_t i = 0; i < job.n_arms; i++)
+                arms_out[(*n_arms)++] = job.arms[i].batch_size;
+        }
     }
     bso_job_clear(&job);
     return finish(s, rc, "predict", msg);

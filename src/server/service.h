@@ -24,8 +24,11 @@
 
 /* Registers a validated spec. Without a job id one is generated ("<prefix>-<8 hex>"). With an
  * existing id the stored spec must be the same (then *created is false and nothing is written),
- * else BSO_ECONFLICT. spec->job_id holds the final id on success. */
-int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, bool *created, char *msg);
+ * else BSO_ECONFLICT. A spec whose policy is BSO_POLICY_DEFAULT takes the existing job's, or
+ * default_policy for a new job. spec->job_id and spec->policy hold the final values on
+ * success. */
+int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int default_policy,
+                     bool *created, char *msg);
 
 /* Creates the job's next trial. *stage_changed tells that pruning just ended and the bandit was
  * built (arms listed in *arms_out, n in *n_arms, when those are not NULL). */

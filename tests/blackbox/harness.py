@@ -80,6 +80,16 @@ class Server:
         assert self.stop() == 0
         self.start()
 
+    def wait_for_line(self, text, timeout=10):
+        """Whether a log line containing text arrives within timeout seconds (the log is read
+        by a thread, so a line written just now may not be in self.lines yet)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(text in l for l in self.lines):
+                return True
+            time.sleep(0.01)
+        return False
+
     def request(self, method, path, body=None, headers=None):
         """Returns (status, parsed JSON body or None)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)

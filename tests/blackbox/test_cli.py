@@ -29,7 +29,7 @@ class Cli(unittest.TestCase):
     def test_job_lifecycle(self):
         spec = {"job_id": "cli job/1", "job_id_prefix": "cli", "batch_sizes": [16, 32, 64],
                 "default_batch_size": 32, "max_power": 300, "number_of_gpus": 1,
-                "gpu_model": "A100", "num_pruning_rounds": 1}
+                "gpu_model": "A100", "num_pruning_rounds": 1, "policy": "zeus"}
         out = self.bso("register", "-", stdin=json.dumps(spec))
         self.assertEqual((out.returncode, out.stdout), (0, "cli job/1 registered\n"), out.stderr)
         self.assertIn("already registered", self.bso("register", "-", stdin=json.dumps(spec)).stdout)
@@ -58,6 +58,30 @@ class Cli(unittest.TestCase):
         out = self.bso("show", "cli job/1")
         self.assertEqual(out.returncode, 1)
         self.assertIn("HTTP 404", out.stderr)
+
+    def test_show_bso_job(self):
+        """A bso-policy job (the server's default): `show` lists what it knows of each size."""
+        spec = {"job_id": "cli-bso", "job_id_prefix": "cli", "batch_sizes": [16, 32, 64],
+                "default_batch_size": 32, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100"}
+        self.assertEqual(self.bso("register", "-", stdin=json.dumps(spec)).returncode, 0)
+        per_epoch = {16: (12, 900), 32: (10, 1000), 64: (5, 800)}  # cost per epoch 2250, 2000, 1150
+        sizes = []
+        for _ in range(3):
+            t = json.loads(self.bso("--json", "next", "cli-bso").stdout)
+            sizes.append(t["batch_size"])
+            tm, en = per_epoch[t["batch_size"]]
+            out = self.bso("report", "cli-bso", str(t["batch_size"]), str(t["trial_number"]),
+                           str(2 * tm), str(2 * en), "0.9", "2")
+            self.assertEqual(out.returncode, 0, out.stderr)
+        # The default, then one octave up (assumed cheaper per epoch), then the best so far.
+        self.assertEqual(sizes, [32, 64, 64])
+        show = self.bso("show", "cli-bso").stdout
+        self.assertIn("stage    MAB", show)
+        self.assertRegex(show, r"\n\s+32 good\s+1\s+1\s+2\.00\s+2000\.0\s+4000\.0\n")
+        self.assertRegex(show, r"\n\s+64 good\s+2\s+2\s+2\.00\s+1150\.0\s+2300\.0\n")
+        self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+-\s+-\s+-\n")
+        self.assertIn("best batch size so far: 64 (lowest expected cost 2300.0)", show)
 
     def test_json_lists_every_page(self):
         # More jobs than one page of the read API holds (1000).

@@ -23,7 +23,7 @@ def fit(rewards):
 
 class Concurrency(unittest.TestCase):
     def test_hammer(self):
-        with Server() as srv:
+        with Server(env={"BSO_DEFAULT_POLICY": "zeus"}) as srv:
             jobs = []
             for j in range(JOBS):
                 spec = dict(harness.fake_job("test-conc-%d" % j), window_size=0,

@@ -67,6 +67,24 @@ class Config(unittest.TestCase):
             self.assertEqual(out.returncode, 2)
             self.assertIn(".env:1", out.stderr)
 
+    def test_default_policy(self):
+        """New jobs without a policy get the server's default; a job keeps its own when the
+        default changes, so clients that never send the field keep re-registering it."""
+        with tempfile.TemporaryDirectory() as d:
+            db = "sqlite:///%s/p.db" % d
+            with Server(database=db, env={"BSO_DEFAULT_POLICY": "zeus"}) as srv:
+                self.assertEqual(srv.register(fake_job("test-old"))[0], 201)
+            with Server(database=db) as srv:  # the default is bso
+                self.assertEqual(srv.register(fake_job("test-old"))[0], 200)
+                self.assertEqual(srv.register(fake_job("test-new"))[0], 201)
+                policy = lambda j: srv.request("GET", "/jobs/" + j)[1]["spec"]["policy"]
+                self.assertEqual((policy("test-old"), policy("test-new")), ("zeus", "bso"))
+                self.assertEqual(srv.register(dict(fake_job("test-old"), policy="bso"))[0], 409)
+                self.assertEqual(srv.register(dict(fake_job("test-old"), policy="zeus"))[0], 200)
+        out = run(["--default-policy", "greedy"])
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("expected bso or zeus", out.stderr)
+
     def test_read_api_and_clean_stop(self):
         with Server() as srv:
             for i in range(5):

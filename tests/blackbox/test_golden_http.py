@@ -7,7 +7,7 @@ from harness import GOLDEN, Server, scenario_g, scenario_g_report
 
 class GoldenOverHttp(unittest.TestCase):
     def run_scenario(self, window, seed, restart_at=()):
-        with Server() as srv:
+        with Server(env={"BSO_DEFAULT_POLICY": "zeus"}) as srv:
             status, job = srv.register(scenario_g(window, seed))
             self.assertEqual(status, 201)
             jid = job["job_id"]

@@ -30,7 +30,7 @@ class ScriptedMonitor:
 
 def spec(**kw):
     base = dict(job_id="test-client", job_id_prefix="test", default_batch_size=1024,
-                batch_sizes=[32, 64, 256, 512, 1024, 4096, 2048], max_epochs=100)
+                batch_sizes=[32, 64, 256, 512, 1024, 4096, 2048], max_epochs=100, policy="zeus")
     base.update(kw)
     return bso.JobSpec(**base)
 
@@ -140,6 +140,28 @@ class PythonClient(unittest.TestCase):
         trials = self.srv.request("GET", "/jobs/test-client/trials")[1]["trials"]
         self.assertEqual([t["energy_source"] for t in trials[:2]], ["nvml-counter"] * 2)
 
+    def test_bso_policy_by_default(self):
+        """Without a policy the server's default (bso) runs the job: after 1024 converges in 3
+        epochs, the next run probes 2048 (larger batches are assumed cheaper per epoch). It
+        costs as much per epoch here, so finishing it (about 4.2 epochs expected) would cost
+        more than a fresh run of 1024: stopped after its first epoch."""
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(policy=None))
+        self.assertEqual(self.srv.request("GET", "/jobs/test-client")[1]["spec"]["policy"], "bso")
+        self.assertEqual(opt.get_batch_size(), 1024)
+        opt.on_train_begin()
+        for metric in (0.3, 0.4, 0.6):
+            opt.on_evaluate(metric)
+        self.assertTrue(opt.training_finished)
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(policy=None))
+        self.assertEqual(opt.get_batch_size(), 2048)
+        opt.on_train_begin()
+        with self.assertRaises(bso.BSOTrainFailError) as e:
+            opt.on_evaluate(0.3)
+        self.assertIn("more to go", str(e.exception))
+        stats = self.srv.request("GET", "/jobs/test-client")[1]["batch_size_stats"]
+        self.assertEqual({s["batch_size"]: s["status"] for s in stats if s["runs"]},
+                         {1024: "good", 2048: "passed"})
+
     def test_converge_fail(self):
         opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(beta_knob=None))
         opt.get_batch_size()
@@ -164,7 +186,7 @@ class PythonClient(unittest.TestCase):
     def test_job_spec_validation(self):
         for bad in (dict(batch_sizes=[]), dict(default_batch_size=128), dict(eta_knob=2),
                     dict(beta_knob=0), dict(batch_sizes=[32, 32, 1024]), dict(window_size=1),
-                    dict(job_id="other-1"), dict(num_pruning_rounds=0)):
+                    dict(job_id="other-1"), dict(num_pruning_rounds=0), dict(policy="greedy")):
             with self.subTest(bad=bad), self.assertRaises(bso.BSOConfigError):
                 spec(**bad)
         self.assertEqual(spec(batch_sizes=[1024, 32]).batch_sizes, [32, 1024])

@@ -8,7 +8,7 @@ from harness import Server, fake_job
 
 class ZeusServerSuite(unittest.TestCase):
     def setUp(self):
-        self.srv = Server().__enter__()
+        self.srv = Server(env={"BSO_DEFAULT_POLICY": "zeus"}).__enter__()  # Zeus clients, Zeus decisions
 
     def tearDown(self):
         self.srv.__exit__(None, None, None)
@@ -123,7 +123,7 @@ class ZeusServerSuite(unittest.TestCase):
         self.assertIn(t["batch_size"], candidates)
         arms = [a["batch_size"] for a in self.srv.request("GET", "/jobs/test-e")[1]["arms"]]
         self.assertEqual(arms, candidates)
-        self.assertTrue(any("Construct MAB for test-e with arms [" in l for l in self.srv.lines))
+        self.assertTrue(self.srv.wait_for_line("Construct MAB for test-e with arms ["))
 
     def test_mab_stage(self):
         self.srv.register(fake_job("test-m"))
