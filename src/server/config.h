@@ -22,7 +22,7 @@ struct bso_config {
     int threads;
     enum bso_durability durability;
     int default_policy; /* enum bso_policy: for jobs registered without a "policy" field */
-    size_t max_body; /* bytes */
+    size_t max_body;    /* bytes */
     int max_connections;
     int timeout_s; /* idle connection timeout */
     /* What to do: serve, or migrate. */
