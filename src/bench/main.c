@@ -1,0 +1,468 @@
+/*
+ * bso-bench: a load generator for any server that speaks Zeus's BSO API (bso-server, or Zeus's
+ * own). J jobs, C concurrent clients; each client repeatedly takes a recurrence of one of its
+ * jobs: ask for a batch size, report epoch by epoch until the server says stop, end the trial.
+ * Prints throughput, latency percentiles (overall and per endpoint), errors, and the server's
+ * peak RSS and CPU seconds when given its PID. See bench/README.md.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/latency.h"
+#include "bench/ledger.h"
+#include "bench/procstat.h"
+#include "bench/verify.h"
+#include "bench/workload.h"
+#include "bso/client.h"
+#include "bso/error.h"
+
+enum endpoint { EP_REGISTER, EP_PREDICT, EP_REPORT, EP_END, EP_N };
+static const char *const ep_names[EP_N] = {"register", "predict", "report", "end_trial"};
+
+/* What the run does: whole recurrences, or one endpoint over and over. */
+enum mode { MODE_MIXED, MODE_PREDICT, MODE_REGISTER };
+
+struct options {
+    const char *url;
+    size_t jobs;
+    int concurrency;
+    double duration_s;
+    int64_t epochs;
+    enum mode mode;
+    const char *policy; /* NULL: the server's default */
+    uint64_t seed;
+    bool json, verify;
+    pid_t server_pid;
+};
+
+struct shared {
+    const struct options *opt;
+    struct bso_bench_job *jobs;
+    struct bso_ledger_job *ledgers;
+    atomic_bool stop;            /* the timed phase is over */
+    atomic_size_t next_register; /* the next job to register */
+};
+
+struct worker {
+    pthread_t thread;
+    int index;
+    struct shared *sh;
+    bso_client *cl;
+    struct bso_latency lat[EP_N];
+    int64_t errors[EP_N];
+    char first_error[256];
+    bool failed; /* out of memory or no client: the run is void */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Times one request and counts it: during the timed phase, or always (the registrations that
+ * come before it). */
+static void record(struct worker *w, enum endpoint ep, double start, int rc, bool always)
+{
+    const double ms = (now_s() - start) * 1e3;
+    if (!always && atomic_load(&w->sh->stop))
+        return;
+    if (rc < 0) {
+        if (w->errors[ep]++ == 0 && !w->first_error[0])
+            snprintf(w->first_error, sizeof w->first_error, "%s: %s", ep_names[ep],
+                     bso_client_errmsg(w->cl));
+        return;
+    }
+    if (bso_latency_add(&w->lat[ep], ms) < 0)
+        w->failed = true;
+}
+
+/* Registers jobs until none is left (the workers share the registration). */
+static void register_jobs(struct worker *w)
+{
+    struct shared *sh = w->sh;
+    char spec[1024], id[BSO_CLIENT_ID_MAX];
+    for (;;) {
+        const size_t k = atomic_fetch_add(&sh->next_register, 1);
+        if (k >= sh->opt->jobs)
+            return;
+        bso_bench_job_spec(&sh->jobs[k], sh->opt->policy, spec, sizeof spec);
+        bool created;
+        const double t0 = now_s();
+        record(w, EP_REGISTER, t0, bso_client_register(w->cl, spec, id, &created), true);
+    }
+}
+
+/* One recurrence of job k: a batch size, reports until the server says stop, end of trial. */
+static void recurrence(struct worker *w, size_t k)
+{
+    const struct bso_bench_job *job = &w->sh->jobs[k];
+    struct bso_ledger_job *lg = &w->sh->ledgers[k];
+    int64_t bs, number;
+    double t0 = now_s();
+    int rc = bso_client_next(w->cl, job->id, &bs, &number);
+    record(w, EP_PREDICT, t0, rc, false);
+    if (rc < 0) {
+        bso_ledger_predict_failed(lg);
+        return;
+    }
+    const long slot = bso_ledger_add(lg, number, bs);
+    if (slot < 0) {
+        w->failed = true;
+        return;
+    }
+    int64_t reach;
+    double per_time, per_energy;
+    bso_bench_run(job, bs, number, &reach, &per_time, &per_energy);
+    for (int64_t e = 1; e <= job->max_epochs; e++) {
+        struct bso_report_answer ans;
+        const double time = per_time * (double)e;
+        t0 = now_s();
+        rc = bso_client_report(w->cl, job->id, bs, number, time, per_energy * (double)e,
+                               bso_bench_metric(e, reach), e, NULL, &ans);
+        record(w, EP_REPORT, t0, rc, false);
+        if (rc < 0)
+            break; /* as a training script would: give up on the run, end the trial */
+        bso_ledger_report(lg, slot, time, ans.stop_train);
+        if (ans.stop_train)
+            break;
+    }
+    t0 = now_s();
+    record(w, EP_END, t0, bso_client_end_trial(w->cl, job->id, bs, number), false);
+}
+
+static void *run_worker(void *arg)
+{
+    struct worker *w = arg;
+    struct shared *sh = w->sh;
+    const struct options *opt = sh->opt;
+    register_jobs(w);
+    /* Wait until every worker has registered its share (the main thread starts the clock). */
+    while (atomic_load(&sh->next_register) < opt->jobs + (size_t)opt->concurrency)
+        usleep(100);
+    /* Client i takes jobs i, i + C, i + 2C...; with fewer jobs than clients, clients share. */
+    size_t k = (size_t)w->index % opt->jobs;
+    char spec[1024], id[BSO_CLIENT_ID_MAX];
+    while (!atomic_load(&sh->stop) && !w->failed) {
+        if (opt->mode == MODE_MIXED) {
+            recurrence(w, k);
+        } else if (opt->mode == MODE_PREDICT) {
+            int64_t bs, number;
+            const double t0 = now_s();
+            const int rc = bso_client_next(w->cl, sh->jobs[k].id, &bs, &number);
+            record(w, EP_PREDICT, t0, rc, false);
+            if (rc < 0)
+                bso_ledger_predict_failed(&sh->ledgers[k]);
+            else if (bso_ledger_add(&sh->ledgers[k], number, bs) < 0)
+                w->failed = true;
+        } else {
+            bool created;
+            bso_bench_job_spec(&sh->jobs[k], opt->policy, spec, sizeof spec);
+            const double t0 = now_s();
+            const int rc = bso_client_register(w->cl, spec, id, &created);
+            record(w, EP_REGISTER, t0, rc, false);
+        }
+        k += (size_t)opt->concurrency;
+        if (k >= opt->jobs)
+            k = (size_t)w->index % opt->jobs;
+    }
+    return NULL;
+}
+
+static int usage(FILE *f)
+{
+    fprintf(f,
+            "usage: bso-bench --url URL [--jobs J] [--concurrency C] [--duration S]\n"
+            "                 [--epochs K] [--only predict|register] [--policy bso|zeus]\n"
+            "                 [--seed N] [--json] [--verify] [--server-pid PID]\n"
+            "\n"
+            "Drives a server that speaks Zeus's BSO API with J recurring jobs (default 64) from\n"
+            "C concurrent clients (default 8) for S seconds (default 10). Each client repeats\n"
+            "recurrences of its jobs: a batch size, reports epoch by epoch (at most K, default\n"
+            "10) until the server says stop, then the end of the trial. --only hammers one\n"
+            "endpoint instead. Jobs are registered first (timed apart). --policy sends the\n"
+            "field (default: the server's default; leave it out for Zeus's server).\n"
+            "Prints throughput, latency percentiles overall and per endpoint, and errors; with\n"
+            "--server-pid also the server's peak RSS and CPU seconds. --verify reads every job\n"
+            "back (BSO's read API) and checks trial numbers and acknowledged reports; it exits\n"
+            "1 when an invariant fails or any request failed.\n");
+    return f == stdout ? 0 : 2;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bso-bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 2;
+}
+
+static bool whole(const char *s, double lo, double hi, double *v)
+{
+    char *end;
+    *v = strtod(s, &end);
+    return *s && *end == '\0' && *v >= lo && *v <= hi && *v == floor(*v);
+}
+
+static int parse(int argc, char **argv, struct options *o)
+{
+    *o = (struct options){.jobs = 64,
+                          .concurrency = 8,
+                          .duration_s = 10,
+                          .epochs = 10,
+                          .mode = MODE_MIXED,
+                          .seed = 1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+            return usage(stdout), 1;
+        if (strcmp(a, "--json") == 0) {
+            o->json = true;
+            continue;
+        }
+        if (strcmp(a, "--verify") == 0) {
+            o->verify = true;
+            continue;
+        }
+        if (i + 1 >= argc)
+            return fail("%s needs a value (see --help)", a);
+        const char *v = argv[++i];
+        double d;
+        char *end;
+        if (strcmp(a, "--url") == 0) {
+            o->url = v;
+        } else if (strcmp(a, "--jobs") == 0) {
+            if (!whole(v, 1, 10000000, &d))
+                return fail("--jobs must be a whole number from 1 to 10000000, not '%s'", v);
+            o->jobs = (size_t)d;
+        } else if (strcmp(a, "--concurrency") == 0) {
+            if (!whole(v, 1, 4096, &d))
+                return fail("--concurrency must be a whole number from 1 to 4096, not '%s'", v);
+            o->concurrency = (int)d;
+        } else if (strcmp(a, "--duration") == 0) {
+            o->duration_s = strtod(v, &end);
+            if (!*v || *end || !(o->duration_s > 0) || o->duration_s > 86400)
+                return fail("--duration must be seconds, more than 0, not '%s'", v);
+        } else if (strcmp(a, "--epochs") == 0) {
+            if (!whole(v, 1, 1000, &d))
+                return fail("--epochs must be a whole number from 1 to 1000, not '%s'", v);
+            o->epochs = (int64_t)d;
+        } else if (strcmp(a, "--only") == 0) {
+            if (strcmp(v, "predict") == 0)
+                o->mode = MODE_PREDICT;
+            else if (strcmp(v, "register") == 0)
+                o->mode = MODE_REGISTER;
+            else
+                return fail("--only must be predict or register, not '%s'", v);
+        } else if (strcmp(a, "--policy") == 0) {
+            if (strcmp(v, "bso") != 0 && strcmp(v, "zeus") != 0)
+                return fail("--policy must be bso or zeus, not '%s'", v);
+            o->policy = v;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (!whole(v, 0, 1e15, &d))
+                return fail("--seed must be a whole number, not '%s'", v);
+            o->seed = (uint64_t)d;
+        } else if (strcmp(a, "--server-pid") == 0) {
+            if (!whole(v, 1, 1e9, &d))
+                return fail("--server-pid must be a process id, not '%s'", v);
+            o->server_pid = (pid_t)d;
+        } else {
+            return fail("unknown option '%s' (see --help)", a);
+        }
+    }
+    if (!o->url)
+        return fail("--url is required (see --help)");
+    return 0;
+}
+
+struct totals {
+    struct bso_latency lat[EP_N], all;
+    int64_t errors[EP_N], requests, n_errors;
+};
+
+static void print_text(const struct options *o, const struct totals *t, double elapsed,
+                       double reg_elapsed, const struct bso_procstat *ps, bool have_ps,
+                       long verified)
+{
+    printf("bso-bench: %s, %zu jobs, %d clients, %.1f s", o->url, o->jobs, o->concurrency, elapsed);
+    if (o->mode != MODE_MIXED)
+        printf(", only %s", o->mode == MODE_PREDICT ? "predict" : "register");
+    printf("\n\nthroughput  %.0f requests/s (%" PRId64 " requests, %" PRId64 " errors)\n",
+           (double)t->requests / elapsed, t->requests, t->n_errors);
+    printf("\n%-10s %9s %9s %9s %9s %9s %9s %7s   (latency in ms)\n", "endpoint", "requests", "p50",
+           "p90", "p99", "p99.9", "max", "errors");
+    for (int ep = 0; ep <= EP_N; ep++) {
+        const struct bso_latency *l = ep < EP_N ? &t->lat[ep] : &t->all;
+        const int64_t errs = ep < EP_N ? t->errors[ep] : t->n_errors;
+        if (l->n == 0 && errs == 0)
+            continue;
+        printf("%-10s %9zu %9.3f %9.3f %9.3f %9.3f %9.3f %7" PRId64 "\n",
+               ep < EP_N ? ep_names[ep] : "all", l->n, bso_latency_pct(l, 50),
+               bso_latency_pct(l, 90), bso_latency_pct(l, 99), bso_latency_pct(l, 99.9),
+               l->n ? l->ms[l->n - 1] : 0.0, errs);
+    }
+    printf("(registration of the %zu jobs took %.2f s before the timed phase; \"all\" leaves it "
+           "out)\n",
+           o->jobs, reg_elapsed);
+    if (have_ps)
+        printf("\nserver      peak RSS %.1f MB, %.2f CPU s during the run (%.1f us per request)\n",
+               ps->peak_rss_mb, ps->cpu_s,
+               t->requests ? ps->cpu_s / (double)t->requests * 1e6 : 0.0);
+    if (o->verify)
+        printf("\nverify      %s\n", verified == 0 ? "ok: every invariant holds" : "FAILED");
+}
+
+static void json_lat(const struct bso_latency *l)
+{
+    printf("{\"count\": %zu, \"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, \"p999\": %.4f, "
+           "\"max\": %.4f}",
+           l->n, bso_latency_pct(l, 50), bso_latency_pct(l, 90), bso_latency_pct(l, 99),
+           bso_latency_pct(l, 99.9), l->n ? l->ms[l->n - 1] : 0.0);
+}
+
+static void print_json(const struct options *o, const struct totals *t, double elapsed,
+                       const struct bso_procstat *ps, bool have_ps, long verified)
+{
+    printf("{\"url\": \"%s\", \"jobs\": %zu, \"concurrency\": %d, \"duration_s\": %.3f, "
+           "\"requests\": %" PRId64 ", \"throughput_rps\": %.1f, \"latency_ms\": ",
+           o->url, o->jobs, o->concurrency, elapsed, t->requests, (double)t->requests / elapsed);
+    json_lat(&t->all);
+    printf(", \"endpoints\": {");
+    bool first = true;
+    for (int ep = 0; ep < EP_N; ep++) {
+        if (t->lat[ep].n == 0 && t->errors[ep] == 0)
+            continue;
+        printf("%s\"%s\": {\"errors\": %" PRId64 ", \"latency_ms\": ", first ? "" : ", ",
+               ep_names[ep], t->errors[ep]);
+        json_lat(&t->lat[ep]);
+        printf("}");
+        first = false;
+    }
+    printf("}, \"errors\": %" PRId64, t->n_errors);
+    if (have_ps)
+        printf(", \"server_peak_rss_mb\": %.2f, \"server_cpu_s\": %.3f", ps->peak_rss_mb,
+               ps->cpu_s);
+    if (o->verify)
+        printf(", \"verify_problems\": %ld", verified);
+    printf("}\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct options opt;
+    int rc = parse(argc, argv, &opt);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+
+    struct shared sh = {.opt = &opt};
+    sh.jobs = calloc(opt.jobs, sizeof *sh.jobs);
+    sh.ledgers = calloc(opt.jobs, sizeof *sh.ledgers);
+    struct worker *ws = calloc((size_t)opt.concurrency, sizeof *ws);
+    if (!sh.jobs || !sh.ledgers || !ws)
+        return fail("out of memory"), 1;
+    for (size_t k = 0; k < opt.jobs; k++) {
+        bso_bench_job_init(&sh.jobs[k], opt.seed, k, opt.epochs);
+        if (bso_ledger_init(&sh.ledgers[k]) < 0)
+            return fail("out of memory"), 1;
+    }
+    for (int i = 0; i < opt.concurrency; i++) {
+        ws[i].index = i;
+        ws[i].sh = &sh;
+        if (bso_client_new(opt.url, &ws[i].cl) < 0)
+            return fail("cannot make an HTTP client for '%s'", opt.url), 1;
+        bso_client_set_retries(ws[i].cl, 0); /* a failure counts; it is not hidden */
+    }
+    /* A server we cannot reach fails at once, clearly. */
+    if (bso_client_get(ws[0].cl, "/jobs/batch_size?job_id=bso-bench-probe") == BSO_ENET)
+        return fail("cannot reach %s: %s", opt.url, bso_client_errmsg(ws[0].cl)), 1;
+
+    struct bso_procstat ps0 = {0}, ps1 = {0};
+    const bool have_ps = opt.server_pid > 0 && bso_procstat_read(opt.server_pid, &ps0) == 0;
+    if (opt.server_pid > 0 && !have_ps)
+        return fail("cannot read /proc/%d (is the server running?)", (int)opt.server_pid), 1;
+
+    const double reg_start = now_s();
+    for (int i = 0; i < opt.concurrency; i++)
+        if (pthread_create(&ws[i].thread, NULL, run_worker, &ws[i]) != 0)
+            return fail("cannot start client thread %d", i), 1;
+    /* The timed phase starts when every job is registered: each worker bumps the counter once
+     * more when it finds none left. */
+    while (atomic_load(&sh.next_register) < opt.jobs + (size_t)opt.concurrency)
+        usleep(100);
+    const double start = now_s(), reg_elapsed = start - reg_start;
+    if (have_ps)
+        bso_procstat_read(opt.server_pid, &ps0);
+    struct timespec nap = {(time_t)opt.duration_s,
+                           (long)((opt.duration_s - floor(opt.duration_s)) * 1e9)};
+    nanosleep(&nap, NULL);
+    atomic_store(&sh.stop, true);
+    const double elapsed = now_s() - start;
+    if (have_ps)
+        bso_procstat_read(opt.server_pid, &ps1);
+    struct bso_procstat ps = {.peak_rss_mb = ps1.peak_rss_mb, .cpu_s = ps1.cpu_s - ps0.cpu_s};
+
+    struct totals t = {0};
+    bool void_run = false;
+    for (int i = 0; i < opt.concurrency; i++) {
+        pthread_join(ws[i].thread, NULL);
+        void_run |= ws[i].failed;
+        for (int ep = 0; ep < EP_N; ep++) {
+            if (bso_latency_merge(&t.lat[ep], &ws[i].lat[ep]) < 0 ||
+                (ep != EP_REGISTER && bso_latency_merge(&t.all, &ws[i].lat[ep]) < 0))
+                void_run = true;
+            t.errors[ep] += ws[i].errors[ep];
+            if (ep != EP_REGISTER || opt.mode == MODE_REGISTER) {
+                t.requests += (int64_t)ws[i].lat[ep].n;
+                t.n_errors += ws[i].errors[ep];
+            }
+            bso_latency_free(&ws[i].lat[ep]);
+        }
+        if (ws[i].first_error[0])
+            fprintf(stderr, "bso-bench: client %d: first error: %s\n", i, ws[i].first_error);
+    }
+    if (opt.mode == MODE_REGISTER)
+        bso_latency_merge(&t.all, &t.lat[EP_REGISTER]);
+    if (void_run)
+        return fail("out of memory during the run"), 1;
+    for (int ep = 0; ep < EP_N; ep++)
+        bso_latency_sort(&t.lat[ep]);
+    bso_latency_sort(&t.all);
+
+    long verified = 0;
+    if (opt.verify) {
+        verified = bso_verify(ws[0].cl, sh.jobs, sh.ledgers, opt.jobs, stderr);
+        if (verified < 0)
+            fprintf(stderr, "bso-bench: verify: cannot read the jobs back: %s\n",
+                    bso_client_errmsg(ws[0].cl));
+    }
+    if (opt.json)
+        print_json(&opt, &t, elapsed, &ps, have_ps, verified);
+    else
+        print_text(&opt, &t, elapsed, reg_elapsed, &ps, have_ps, verified);
+
+    const bool bad = opt.verify && (verified != 0 || t.n_errors > 0 || t.errors[EP_REGISTER]);
+    for (int i = 0; i < opt.concurrency; i++)
+        bso_client_free(ws[i].cl);
+    for (int ep = 0; ep < EP_N; ep++)
+        bso_latency_free(&t.lat[ep]);
+    bso_latency_free(&t.all);
+    for (size_t k = 0; k < opt.jobs; k++)
+        bso_ledger_free(&sh.ledgers[k]);
+    free(sh.ledgers);
+    free(sh.jobs);
+    free(ws);
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,75 @@
+/* The synthetic jobs of bso-bench; see workload.h. */
+#include "bench/workload.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* splitmix64: a small, good mixer for deterministic per-(job, trial) noise. */
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Uniform in [0, 1). */
+static double unit(uint64_t x)
+{
+    return (double)(mix(x) >> 11) * 0x1.0p-53;
+}
+
+void bso_bench_job_init(struct bso_bench_job *j, uint64_t seed, size_t k, int64_t max_epochs)
+{
+    snprintf(j->id, sizeof j->id, "bench-%06zu", k);
+    for (int i = 0; i < BSO_BENCH_SIZES; i++)
+        j->sizes[i] = (int64_t)16 << i; /* 16 .. 2048 */
+    j->default_size = 256;
+    j->max_epochs = max_epochs;
+    j->seed = mix(seed ^ mix(k));
+    j->best_log2 = 5.0 + 4.0 * unit(j->seed); /* best between 32 and 512 */
+}
+
+int bso_bench_job_spec(const struct bso_bench_job *j, const char *policy, char *buf, size_t cap)
+{
+    char sizes[256];
+    size_t o = 0;
+    for (int i = 0; i < BSO_BENCH_SIZES; i++)
+        o += (size_t)snprintf(sizes + o, sizeof sizes - o, "%s%lld", i ? ", " : "",
+                              (long long)j->sizes[i]);
+    char extra[64] = "";
+    if (policy)
+        snprintf(extra, sizeof extra, ", \"policy\": \"%s\"", policy);
+    int n = snprintf(buf, cap,
+                     "{\"job_id\": \"%s\", \"job_id_prefix\": \"bench\", \"batch_sizes\": [%s], "
+                     "\"default_batch_size\": %lld, \"target_metric\": 0.5, \"max_epochs\": %lld, "
+                     "\"max_power\": 300, \"number_of_gpus\": 1, \"gpu_model\": \"bench-gpu\", "
+                     "\"mab_seed\": %llu%s}",
+                     j->id, sizes, (long long)j->default_size, (long long)j->max_epochs,
+                     (unsigned long long)(j->seed % 1000000), extra);
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+void bso_bench_run(const struct bso_bench_job *j, int64_t batch_size, int64_t trial,
+                   int64_t *reach_epoch, double *epoch_time, double *epoch_energy)
+{
+    const double x = log2((double)batch_size);
+    const uint64_t r = mix(j->seed ^ mix((uint64_t)trial * 131 + (uint64_t)batch_size));
+    /* Epochs grow with the distance (in octaves) from the job's best size; about half of the
+     * cap at the best, more than the cap three octaves away, and +-20% from run to run. */
+    const double far = fabs(x - j->best_log2);
+    const double epochs = (double)j->max_epochs * (0.45 + 0.25 * far) * (0.8 + 0.4 * unit(r));
+    *reach_epoch = epochs <= (double)j->max_epochs ? (int64_t)ceil(epochs) : 0;
+    if (*reach_epoch < 1 && epochs <= (double)j->max_epochs)
+        *reach_epoch = 1;
+    /* Larger batches are faster per epoch, with diminishing returns; power grows with them. */
+    *epoch_time = 30.0 * (0.25 + 16.0 / (double)batch_size);
+    *epoch_energy = *epoch_time * (150.0 + 15.0 * (x - 4.0));
+}
+
+double bso_bench_metric(int64_t epoch, int64_t reach_epoch)
+{
+    if (reach_epoch <= 0)
+        return 0.4 * (1.0 - 1.0 / (double)(epoch + 1)); /* never reaches 0.5 */
+    return epoch >= reach_epoch ? 0.5 : 0.5 * (double)epoch / (double)(reach_epoch + 1);
+}

@@ -1,0 +1,39 @@
+/*
+ * The synthetic recurring jobs bso-bench drives: each job has its own best batch size, and
+ * every batch size a cost per epoch and a number of epochs to the target, with noise, so that
+ * a policy explores, stops runs early (beta, max_epochs) and settles into Thompson sampling.
+ * Deterministic given (seed, job, trial).
+ */
+#ifndef BSO_BENCH_WORKLOAD_H
+#define BSO_BENCH_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BSO_BENCH_SIZES 8
+
+struct bso_bench_job {
+    char id[64];
+    int64_t sizes[BSO_BENCH_SIZES];
+    int64_t default_size;
+    int64_t max_epochs;
+    double best_log2; /* log2 of the size that needs the fewest epochs */
+    uint64_t seed;
+};
+
+/* Job number k of a workload seeded by seed, with max_epochs epochs at most. */
+void bso_bench_job_init(struct bso_bench_job *j, uint64_t seed, size_t k, int64_t max_epochs);
+
+/* The JSON specification of j into buf: Zeus's fields, plus "policy" unless policy is NULL
+ * (the server's default). 0, or -1 when buf is too small. */
+int bso_bench_job_spec(const struct bso_bench_job *j, const char *policy, char *buf, size_t cap);
+
+/* One run of j at batch_size for trial `trial`: the epoch at which it reaches the target
+ * (0: never, within max_epochs) and its time (s) and energy (J) per epoch. */
+void bso_bench_run(const struct bso_bench_job *j, int64_t batch_size, int64_t trial,
+                   int64_t *reach_epoch, double *epoch_time, double *epoch_energy);
+
+/* The metric the run reports after `epoch` epochs: the target (0.5) exactly at reach_epoch. */
+double bso_bench_metric(int64_t epoch, int64_t reach_epoch);
+
+#endif
