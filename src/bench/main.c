@@ -16,12 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/api.h"
+#include "bench/http.h"
 #include "bench/latency.h"
 #include "bench/ledger.h"
 #include "bench/procstat.h"
 #include "bench/verify.h"
 #include "bench/workload.h"
-#include "bso/client.h"
 #include "bso/error.h"
 
 enum endpoint { EP_REGISTER, EP_PREDICT, EP_REPORT, EP_END, EP_N };
@@ -55,7 +56,7 @@ struct worker {
     pthread_t thread;
     int index;
     struct shared *sh;
-    bso_client *cl;
+    struct bso_http *cl;
     struct bso_latency lat[EP_N];
     int64_t errors[EP_N];
     char first_error[256];
@@ -77,9 +78,11 @@ static void record(struct worker *w, enum endpoint ep, double start, int rc, boo
     if (!always && atomic_load(&w->sh->stop))
         return;
     if (rc < 0) {
-        if (w->errors[ep]++ == 0 && !w->first_error[0])
+        if (w->errors[ep]++ == 0 && !w->first_error[0]) {
+            char why[240];
             snprintf(w->first_error, sizeof w->first_error, "%s: %s", ep_names[ep],
-                     bso_client_errmsg(w->cl));
+                     bso_api_errmsg(w->cl, rc, why, sizeof why));
+        }
         return;
     }
     if (bso_latency_add(&w->lat[ep], ms) < 0)
@@ -90,15 +93,14 @@ static void record(struct worker *w, enum endpoint ep, double start, int rc, boo
 static void register_jobs(struct worker *w)
 {
     struct shared *sh = w->sh;
-    char spec[1024], id[BSO_CLIENT_ID_MAX];
+    char spec[1024];
     for (;;) {
         const size_t k = atomic_fetch_add(&sh->next_register, 1);
         if (k >= sh->opt->jobs)
             return;
         bso_bench_job_spec(&sh->jobs[k], sh->opt->policy, spec, sizeof spec);
-        bool created;
         const double t0 = now_s();
-        record(w, EP_REGISTER, t0, bso_client_register(w->cl, spec, id, &created), true);
+        record(w, EP_REGISTER, t0, bso_api_register(w->cl, spec), true);
     }
 }
 
@@ -109,7 +111,7 @@ static void recurrence(struct worker *w, size_t k)
     struct bso_ledger_job *lg = &w->sh->ledgers[k];
     int64_t bs, number;
     double t0 = now_s();
-    int rc = bso_client_next(w->cl, job->id, &bs, &number);
+    int rc = bso_api_predict(w->cl, job->id, &bs, &number);
     record(w, EP_PREDICT, t0, rc, false);
     if (rc < 0) {
         bso_ledger_predict_failed(lg);
@@ -124,20 +126,20 @@ static void recurrence(struct worker *w, size_t k)
     double per_time, per_energy;
     bso_bench_run(job, bs, number, &reach, &per_time, &per_energy);
     for (int64_t e = 1; e <= job->max_epochs; e++) {
-        struct bso_report_answer ans;
+        bool stop;
         const double time = per_time * (double)e;
         t0 = now_s();
-        rc = bso_client_report(w->cl, job->id, bs, number, time, per_energy * (double)e,
-                               bso_bench_metric(e, reach), e, NULL, &ans);
+        rc = bso_api_report(w->cl, job->id, bs, number, time, per_energy * (double)e,
+                            bso_bench_metric(e, reach), e, &stop);
         record(w, EP_REPORT, t0, rc, false);
         if (rc < 0)
             break; /* as a training script would: give up on the run, end the trial */
-        bso_ledger_report(lg, slot, time, ans.stop_train);
-        if (ans.stop_train)
+        bso_ledger_report(lg, slot, time, stop);
+        if (stop)
             break;
     }
     t0 = now_s();
-    record(w, EP_END, t0, bso_client_end_trial(w->cl, job->id, bs, number), false);
+    record(w, EP_END, t0, bso_api_end_trial(w->cl, job->id, bs, number), false);
 }
 
 static void *run_worker(void *arg)
@@ -151,24 +153,23 @@ static void *run_worker(void *arg)
         usleep(100);
     /* Client i takes jobs i, i + C, i + 2C...; with fewer jobs than clients, clients share. */
     size_t k = (size_t)w->index % opt->jobs;
-    char spec[1024], id[BSO_CLIENT_ID_MAX];
+    char spec[1024];
     while (!atomic_load(&sh->stop) && !w->failed) {
         if (opt->mode == MODE_MIXED) {
             recurrence(w, k);
         } else if (opt->mode == MODE_PREDICT) {
             int64_t bs, number;
             const double t0 = now_s();
-            const int rc = bso_client_next(w->cl, sh->jobs[k].id, &bs, &number);
+            const int rc = bso_api_predict(w->cl, sh->jobs[k].id, &bs, &number);
             record(w, EP_PREDICT, t0, rc, false);
             if (rc < 0)
                 bso_ledger_predict_failed(&sh->ledgers[k]);
             else if (bso_ledger_add(&sh->ledgers[k], number, bs) < 0)
                 w->failed = true;
         } else {
-            bool created;
             bso_bench_job_spec(&sh->jobs[k], opt->policy, spec, sizeof spec);
             const double t0 = now_s();
-            const int rc = bso_client_register(w->cl, spec, id, &created);
+            const int rc = bso_api_register(w->cl, spec);
             record(w, EP_REGISTER, t0, rc, false);
         }
         k += (size_t)opt->concurrency;
@@ -285,6 +286,8 @@ static int parse(int argc, char **argv, struct options *o)
     }
     if (!o->url)
         return fail("--url is required (see --help)");
+    if (strncmp(o->url, "http://", 7) != 0)
+        return fail("--url must be http://HOST[:PORT], not '%s'", o->url);
     return 0;
 }
 
@@ -381,13 +384,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < opt.concurrency; i++) {
         ws[i].index = i;
         ws[i].sh = &sh;
-        if (bso_client_new(opt.url, &ws[i].cl) < 0)
-            return fail("cannot make an HTTP client for '%s'", opt.url), 1;
-        bso_client_set_retries(ws[i].cl, 0); /* a failure counts; it is not hidden */
+        if (bso_http_new(opt.url, &ws[i].cl) < 0)
+            return fail("--url must be http://HOST[:PORT], not '%s'", opt.url);
     }
     /* A server we cannot reach fails at once, clearly. */
-    if (bso_client_get(ws[0].cl, "/jobs/batch_size?job_id=bso-bench-probe") == BSO_ENET)
-        return fail("cannot reach %s: %s", opt.url, bso_client_errmsg(ws[0].cl)), 1;
+    if (bso_api_get(ws[0].cl, "/jobs/batch_size?job_id=bso-bench-probe") == BSO_ENET)
+        return fail("cannot reach %s: %s", opt.url, bso_http_errmsg(ws[0].cl)), 1;
 
     struct bso_procstat ps0 = {0}, ps1 = {0};
     const bool have_ps = opt.server_pid > 0 && bso_procstat_read(opt.server_pid, &ps0) == 0;
@@ -444,9 +446,11 @@ int main(int argc, char **argv)
     long verified = 0;
     if (opt.verify) {
         verified = bso_verify(ws[0].cl, sh.jobs, sh.ledgers, opt.jobs, stderr);
-        if (verified < 0)
+        if (verified < 0) {
+            char why[240];
             fprintf(stderr, "bso-bench: verify: cannot read the jobs back: %s\n",
-                    bso_client_errmsg(ws[0].cl));
+                    bso_api_errmsg(ws[0].cl, (int)verified, why, sizeof why));
+        }
     }
     if (opt.json)
         print_json(&opt, &t, elapsed, &ps, have_ps, verified);
@@ -455,7 +459,7 @@ int main(int argc, char **argv)
 
     const bool bad = opt.verify && (verified != 0 || t.n_errors > 0 || t.errors[EP_REGISTER]);
     for (int i = 0; i < opt.concurrency; i++)
-        bso_client_free(ws[i].cl);
+        bso_http_free(ws[i].cl);
     for (int ep = 0; ep < EP_N; ep++)
         bso_latency_free(&t.lat[ep]);
     bso_latency_free(&t.all);

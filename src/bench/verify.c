@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/api.h"
 #include "bso/error.h"
 
 #define SHOWN 10 /* problems described in full */
@@ -25,7 +26,7 @@ static int by_number(const void *a, const void *b)
 }
 
 /* Checks one job; returns the problems found so far, or a negative code. */
-static long verify_job(bso_client *cl, const char *id, struct bso_ledger_job *lg, long found,
+static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_job *lg, long found,
                        FILE *err)
 {
     qsort(lg->trials, lg->n, sizeof *lg->trials, by_number);
@@ -34,10 +35,12 @@ static long verify_job(bso_client *cl, const char *id, struct bso_ledger_job *lg
     for (;;) {
         char path[256];
         snprintf(path, sizeof path, "/jobs/%s/trials?limit=1000&after=%" PRId64, id, after);
-        int rc = bso_client_get(cl, path);
+        int rc = bso_api_get(cl, path);
         if (rc < 0)
             return rc;
-        json_t *page = json_loads(bso_client_body(cl), 0, NULL);
+        size_t len;
+        const char *body = bso_http_body(cl, &len);
+        json_t *page = json_loadb(body, len, 0, NULL);
         json_t *rows = json_object_get(page, "trials");
         if (!json_is_array(rows)) {
             json_decref(page);
@@ -82,8 +85,8 @@ static long verify_job(bso_client *cl, const char *id, struct bso_ledger_job *lg
     return found;
 }
 
-long bso_verify(bso_client *cl, const struct bso_bench_job *jobs, struct bso_ledger_job *ledgers,
-                size_t n_jobs, FILE *err)
+long bso_verify(struct bso_http *cl, const struct bso_bench_job *jobs,
+                struct bso_ledger_job *ledgers, size_t n_jobs, FILE *err)
 {
     long found = 0;
     for (size_t i = 0; i < n_jobs; i++) {

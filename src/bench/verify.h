@@ -8,14 +8,14 @@
 
 #include "bench/ledger.h"
 #include "bench/workload.h"
-#include "bso/client.h"
+#include "bench/http.h"
 
 /* Checks, for each job: its trial numbers are 1..N with no gap or repeat; N equals the trials
  * handed out (at least, where a predict failed); every acknowledged report is stored (the
  * trial's time is the last acknowledged one) and every trial told to stop is Succeeded.
  * Describes the first problems on err; returns the number found, or a negative BSO_E* code
  * when the server could not be read. */
-long bso_verify(bso_client *cl, const struct bso_bench_job *jobs, struct bso_ledger_job *ledgers,
-                size_t n_jobs, FILE *err);
+long bso_verify(struct bso_http *cl, const struct bso_bench_job *jobs,
+                struct bso_ledger_job *ledgers, size_t n_jobs, FILE *err);
 
 #endif

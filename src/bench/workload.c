@@ -55,10 +55,10 @@ void bso_bench_run(const struct bso_bench_job *j, int64_t batch_size, int64_t tr
 {
     const double x = log2((double)batch_size);
     const uint64_t r = mix(j->seed ^ mix((uint64_t)trial * 131 + (uint64_t)batch_size));
-    /* Epochs grow with the distance (in octaves) from the job's best size; about half of the
-     * cap at the best, more than the cap three octaves away, and +-20% from run to run. */
+    /* Epochs grow with the distance (in octaves) from the job's best size: a third of the cap
+     * at the best, the cap about four octaves away, and +-15% from run to run. */
     const double far = fabs(x - j->best_log2);
-    const double epochs = (double)j->max_epochs * (0.45 + 0.25 * far) * (0.8 + 0.4 * unit(r));
+    const double epochs = (double)j->max_epochs * (0.35 + 0.16 * far) * (0.85 + 0.3 * unit(r));
     *reach_epoch = epochs <= (double)j->max_epochs ? (int64_t)ceil(epochs) : 0;
     if (*reach_epoch < 1 && epochs <= (double)j->max_epochs)
         *reach_epoch = 1;

@@ -24,7 +24,7 @@ __attribute__((format(printf, 3, 4))) static int fail(struct bso_job *job, int c
 }
 
 static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct bso_report *rep,
-                      struct bso_decision *out, unsigned *changed);
+                      struct bso_decision *out, unsigned *changed, size_t *stat_index);
 
 const char *bso_job_errmsg(const struct bso_job *job)
 {
@@ -219,13 +219,14 @@ int bso_job_predict(struct bso_job *job, struct bso_trial *trial, unsigned *chan
 /* A report under the bso policy: its own stop rules, statistics instead of arms, and a
  * minimum over converged runs only. */
 static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct bso_report *rep,
-                      struct bso_decision *out, unsigned *changed)
+                      struct bso_decision *out, unsigned *changed, size_t *stat_index)
 {
     const struct bso_job_spec *sp = &job->spec;
     const int i = bso_job_spec_index(sp, trial->batch_size);
     if (i < 0)
         return fail(job, BSO_ENOTFOUND, "Batch size %lld is not one of the job's.",
                     (long long)trial->batch_size);
+    *stat_index = (size_t)i; /* the one size whose statistics a report can change */
     const bool reached = sp->higher_is_better_metric ? rep->metric >= sp->target_metric
                                                      : rep->metric <= sp->target_metric;
     bso_policy_decide(job, (size_t)i, rep, reached, out);
@@ -282,7 +283,7 @@ int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bs
     if (!isfinite(out->cost))
         return fail(job, BSO_EINVAL, "time and energy are too large: the cost overflows");
     if (job->spec.policy == BSO_POLICY_BSO)
-        return bso_report(job, trial, rep, out, changed);
+        return bso_report(job, trial, rep, out, changed, arm_index);
     if (!out->stop_train)
         return 0;
 

@@ -29,7 +29,8 @@ enum bso_changed {
     BSO_CHANGED_ARM = 1 << 3,      /* one arm was refitted (its index is returned) */
     BSO_CHANGED_RNG = 1 << 4,      /* the RNG state advanced */
     BSO_CHANGED_MIN_COST = 1 << 5, /* min_cost and min_cost_batch_size */
-    BSO_CHANGED_STATS = 1 << 6,    /* the bso policy's per-batch-size statistics */
+    BSO_CHANGED_STATS = 1 << 6,    /* the bso policy's statistics of one size (its index is
+                                      returned where an arm's would be) */
 };
 
 struct bso_job {
@@ -77,7 +78,8 @@ int bso_job_predict(struct bso_job *job, struct bso_trial *trial, unsigned *chan
 
 /* Handles a progress report on *trial (the caller's record; the kept copy is updated too).
  * On success *out says whether to stop. A final report marks the trial Succeeded, may lower
- * min_cost and, in the MAB stage, refits the arm (*arm_index). Reports on an already final trial
+ * min_cost and, in the MAB stage, refits the arm (*arm_index; under the bso policy, the index of
+ * the batch size whose statistics changed). Reports on an already final trial
  * answer with its stored outcome and change nothing. Errors, each with bso_job_errmsg():
  * BSO_EINVAL bad numbers; BSO_ESTATE the trial failed, or a pruning-stage trial reports after
  * the switch to MAB; BSO_ENOTFOUND no arm for its batch size; BSO_ENOMEM. */

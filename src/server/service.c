@@ -203,12 +203,41 @@ static int load_pair(struct bso_session *s, const struct bso_trial_key *key, uns
     return 0;
 }
 
-int bso_svc_report(struct bso_session *s, const struct bso_trial_key *key,
-                   const struct bso_report *rep, struct bso_decision *out, char *msg)
+/* Runs attempt() first in a read transaction, which other requests do not wait for. A request
+ * that changes nothing (most progress reports, ending a trial that already reported) is done
+ * then. One that would change something runs again from the start under the write lock, on
+ * the state as it is by then; its first pass only cost time outside the lock. attempt() saves
+ * what it changed only when `write` is true, and sets *changed either way. */
+static int read_then_write(struct bso_session *s, const char *job_id, const char *what,
+                           int (*attempt)(struct bso_session *s, void *ctx, bool write,
+                                          unsigned *changed, char *msg),
+                           void *ctx, char *msg)
 {
-    int rc = bso_session_begin_write(s, key->job_id);
+    int rc = bso_session_begin_read(s);
     if (rc < 0)
-        return db_error(s, rc, "report", msg);
+        return db_error(s, rc, what, msg);
+    unsigned changed = 0;
+    rc = attempt(s, ctx, false, &changed, msg);
+    bso_session_rollback(s);
+    if (rc < 0 || !changed)
+        return rc;
+    if ((rc = bso_session_begin_write(s, job_id)) < 0)
+        return db_error(s, rc, what, msg);
+    return finish(s, attempt(s, ctx, true, &changed, msg), what, msg);
+}
+
+struct report_ctx {
+    const struct bso_trial_key *key;
+    const struct bso_report *rep;
+    struct bso_decision *out;
+};
+
+static int report_attempt(struct bso_session *s, void *ctx, bool write, unsigned *changed,
+                          char *msg)
+{
+    const struct report_ctx *c = ctx;
+    const struct bso_trial_key *key = c->key;
+    const struct bso_report *rep = c->rep;
     /* Zeus's "Unknown trial" message prints the whole TrainingResult as pydantic does. */
     char unknown[BSO_SVC_MSG_MAX], id[600], t[BSO_PYFLOAT_MAX], e[BSO_PYFLOAT_MAX],
         m[BSO_PYFLOAT_MAX];
@@ -225,25 +254,31 @@ int bso_svc_report(struct bso_session *s, const struct bso_trial_key *key,
     snprintf(unknown_job, sizeof unknown_job, "Unknown job %s", key->job_id);
     struct bso_job job;
     struct bso_trial trial;
-    rc = load_pair(s, key, BSO_LOAD_ARMS, &job, &trial, unknown_job, unknown, msg);
+    int rc = load_pair(s, key, BSO_LOAD_ARMS, &job, &trial, unknown_job, unknown, msg);
     if (rc < 0)
-        return finish(s, rc, "report", msg);
-    unsigned changed;
+        return rc;
     size_t arm = 0;
-    rc = bso_job_report(&job, &trial, rep, out, &changed, &arm);
+    rc = bso_job_report(&job, &trial, rep, c->out, changed, &arm);
     if (rc < 0)
         rc = say(msg, rc, "%s", bso_job_errmsg(&job));
-    else if (changed && (rc = bso_session_save(s, &job, changed, &trial, false, arm)) < 0)
+    else if (write && *changed &&
+             (rc = bso_session_save(s, &job, *changed, &trial, false, arm)) < 0)
         rc = db_error(s, rc, "report", msg);
     bso_job_clear(&job);
-    return finish(s, rc, "report", msg);
+    return rc;
 }
 
-int bso_svc_end_trial(struct bso_session *s, const struct bso_trial_key *key, char *msg)
+int bso_svc_report(struct bso_session *s, const struct bso_trial_key *key,
+                   const struct bso_report *rep, struct bso_decision *out, char *msg)
 {
-    int rc = bso_session_begin_write(s, key->job_id);
-    if (rc < 0)
-        return db_error(s, rc, "end trial", msg);
+    struct report_ctx c = {key, rep, out};
+    return read_then_write(s, key->job_id, "report", report_attempt, &c, msg);
+}
+
+static int end_trial_attempt(struct bso_session *s, void *ctx, bool write, unsigned *changed,
+                             char *msg)
+{
+    const struct bso_trial_key *key = ctx;
     char unknown[BSO_SVC_MSG_MAX], id[600];
     bso_pystr_repr(key->job_id, id, sizeof id);
     snprintf(unknown, sizeof unknown,
@@ -252,15 +287,19 @@ int bso_svc_end_trial(struct bso_session *s, const struct bso_trial_key *key, ch
     struct bso_job job;
     struct bso_trial trial;
     /* Zeus answers an unknown job here with the unknown-trial message too. */
-    rc = load_pair(s, key, 0, &job, &trial, unknown, unknown, msg);
+    int rc = load_pair(s, key, 0, &job, &trial, unknown, unknown, msg);
     if (rc < 0)
-        return finish(s, rc, "end trial", msg);
-    unsigned changed;
-    bso_job_end_trial(&job, &trial, &changed);
-    if (changed && (rc = bso_session_save(s, &job, changed, &trial, false, 0)) < 0)
+        return rc;
+    bso_job_end_trial(&job, &trial, changed);
+    if (write && *changed && (rc = bso_session_save(s, &job, *changed, &trial, false, 0)) < 0)
         rc = db_error(s, rc, "end trial", msg);
     bso_job_clear(&job);
-    return finish(s, rc, "end trial", msg);
+    return rc;
+}
+
+int bso_svc_end_trial(struct bso_session *s, const struct bso_trial_key *key, char *msg)
+{
+    return read_then_write(s, key->job_id, "end trial", end_trial_attempt, (void *)key, msg);
 }
 
 int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg)

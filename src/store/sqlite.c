@@ -5,6 +5,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,10 @@ enum stmt_id {
     ST_COUNT_TRIALS,
     ST_LOAD_STATS,
     ST_SAVE_STAT,
+    ST_BEGIN_WRITE,
+    ST_BEGIN_READ,
+    ST_COMMIT,
+    ST_ROLLBACK,
     ST_COUNT
 };
 
@@ -168,6 +173,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    [ST_BEGIN_WRITE] = "BEGIN IMMEDIATE",
+    [ST_BEGIN_READ] = "BEGIN",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
 };
 
 struct backend {
@@ -175,14 +184,21 @@ struct backend {
     bool memory;
     struct bso_store_options opt;
     sqlite3 *keeper; /* holds an in-memory database alive between sessions */
+    /* Writers of this process queue here before they take SQLite's write lock, so they wait
+     * on a futex and are woken the moment it is free, instead of polling in SQLite's busy
+     * handler (which sleeps in steps of milliseconds). Other processes still meet the busy
+     * handler. */
+    pthread_mutex_t write_lock;
 };
 
 struct sqlite_session {
     struct bso_session base;
+    struct backend *backend;
     sqlite3 *db;
     bool owns_db; /* false for the shared connection of an in-memory database */
     sqlite3_stmt *st[ST_COUNT];
     bool in_tx;
+    bool holds_write_lock;
 };
 
 static struct sqlite_session *ss(struct bso_session *s)
@@ -283,6 +299,7 @@ static int be_open(const char *target, const struct bso_store_options *opt, void
         return BSO_ENOMEM;
     }
     b->opt = opt ? *opt : (struct bso_store_options){0};
+    pthread_mutex_init(&b->write_lock, NULL);
     if (strcmp(target, ":memory:") == 0 || target[0] == '\0') {
         /* A named shared in-memory database, so every session sees the same data. */
         static int counter;
@@ -316,6 +333,7 @@ static void be_close(void *backend)
     if (!b)
         return;
     sqlite3_close(b->keeper);
+    pthread_mutex_destroy(&b->write_lock);
     free(b);
 }
 
@@ -353,6 +371,7 @@ static struct bso_session *be_session_new(void *backend, char *err, size_t errca
         snprintf(err, errcap, "out of memory");
         return NULL;
     }
+    s->backend = b;
     if (b->memory) {
         s->db = b->keeper; /* the single connection; the pool hands it to one thread at a time */
     } else if (connect(b, &s->db, err, errcap) < 0) {
@@ -388,42 +407,64 @@ static sqlite3_stmt *stmt(struct bso_session *base, enum stmt_id id)
     return s->st[id];
 }
 
-static int be_begin(struct bso_session *s, const char *sql)
+/* Runs one of the transaction statements (prepared once per session). */
+static int tx_step(struct bso_session *s, enum stmt_id id)
 {
-    if (sqlite3_exec(ss(s)->db, sql, NULL, NULL, NULL) != SQLITE_OK)
-        return db_fail(s, "begin");
-    ss(s)->in_tx = true;
-    return 0;
+    sqlite3_stmt *st = stmt(s, id);
+    if (!st)
+        return BSO_EIO;
+    const int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : BSO_EIO;
+}
+
+static void release_write_lock(struct sqlite_session *s)
+{
+    if (s->holds_write_lock)
+        pthread_mutex_unlock(&s->backend->write_lock);
+    s->holds_write_lock = false;
 }
 
 static int be_begin_write(struct bso_session *s, const char *job_id)
 {
     (void)job_id; /* SQLite has one write lock for the whole database */
-    return be_begin(s, "BEGIN IMMEDIATE");
+    pthread_mutex_lock(&ss(s)->backend->write_lock);
+    ss(s)->holds_write_lock = true;
+    if (tx_step(s, ST_BEGIN_WRITE) < 0) {
+        int rc = db_fail(s, "begin");
+        release_write_lock(ss(s));
+        return rc;
+    }
+    ss(s)->in_tx = true;
+    return 0;
 }
 
 static int be_begin_read(struct bso_session *s)
 {
-    return be_begin(s, "BEGIN");
+    if (tx_step(s, ST_BEGIN_READ) < 0)
+        return db_fail(s, "begin");
+    ss(s)->in_tx = true;
+    return 0;
 }
 
 static int be_commit(struct bso_session *s)
 {
-    if (sqlite3_exec(ss(s)->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        int rc = db_fail(s, "commit");
-        sqlite3_exec(ss(s)->db, "ROLLBACK", NULL, NULL, NULL);
-        ss(s)->in_tx = false;
-        return rc;
+    int rc = 0;
+    if (tx_step(s, ST_COMMIT) < 0) {
+        rc = db_fail(s, "commit");
+        tx_step(s, ST_ROLLBACK);
     }
     ss(s)->in_tx = false;
-    return 0;
+    release_write_lock(ss(s));
+    return rc;
 }
 
 static void be_rollback(struct bso_session *s)
 {
     if (ss(s)->in_tx)
-        sqlite3_exec(ss(s)->db, "ROLLBACK", NULL, NULL, NULL);
+        tx_step(s, ST_ROLLBACK);
     ss(s)->in_tx = false;
+    release_write_lock(ss(s));
 }
 
 static void bind_text(sqlite3_stmt *st, int i, const char *v)
@@ -625,34 +666,27 @@ static int load_stats(struct bso_session *s, const char *job_id, struct bso_job 
     return rc == SQLITE_DONE ? 0 : db_fail(s, "load stats");
 }
 
-static int save_stats(struct bso_session *s, const struct bso_job *job)
+static int save_stat(struct bso_session *s, const struct bso_job *job, size_t i)
 {
-    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        const struct bso_bs_stat *b = &job->stats[i];
-        if (b->runs == 0 && b->first_epoch_cost == 0)
-            continue;
-        sqlite3_stmt *st = stmt(s, ST_SAVE_STAT);
-        if (!st)
-            return BSO_EIO;
-        bind_text(st, 1, job->spec.job_id);
-        sqlite3_bind_int64(st, 2, job->spec.batch_sizes[i]);
-        sqlite3_bind_int(st, 3, b->status);
-        sqlite3_bind_int64(st, 4, b->runs);
-        sqlite3_bind_int64(st, 5, b->successes);
-        sqlite3_bind_double(st, 6, b->sum_epochs);
-        sqlite3_bind_double(st, 7, b->sum_sq_epochs);
-        sqlite3_bind_double(st, 8, b->min_epochs);
-        sqlite3_bind_double(st, 9, b->cost_sum);
-        sqlite3_bind_double(st, 10, b->epochs_sum);
-        sqlite3_bind_double(st, 11, b->censored_epochs);
-        sqlite3_bind_double(st, 12, b->first_epoch_cost);
-        sqlite3_bind_double(st, 13, b->warm_first_sum);
-        sqlite3_bind_double(st, 14, b->warm_steady_sum);
-        int rc = step_done(s, st, "save stats");
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
+    const struct bso_bs_stat *b = &job->stats[i];
+    sqlite3_stmt *st = stmt(s, ST_SAVE_STAT);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job->spec.job_id);
+    sqlite3_bind_int64(st, 2, job->spec.batch_sizes[i]);
+    sqlite3_bind_int(st, 3, b->status);
+    sqlite3_bind_int64(st, 4, b->runs);
+    sqlite3_bind_int64(st, 5, b->successes);
+    sqlite3_bind_double(st, 6, b->sum_epochs);
+    sqlite3_bind_double(st, 7, b->sum_sq_epochs);
+    sqlite3_bind_double(st, 8, b->min_epochs);
+    sqlite3_bind_double(st, 9, b->cost_sum);
+    sqlite3_bind_double(st, 10, b->epochs_sum);
+    sqlite3_bind_double(st, 11, b->censored_epochs);
+    sqlite3_bind_double(st, 12, b->first_epoch_cost);
+    sqlite3_bind_double(st, 13, b->warm_first_sum);
+    sqlite3_bind_double(st, 14, b->warm_steady_sum);
+    return step_done(s, st, "save stats");
 }
 
 static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
@@ -838,8 +872,8 @@ static int be_save(struct bso_session *s, const struct bso_job *job, unsigned ch
         rc = write_arm(s, id, &job->arms[i], true);
     if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
         rc = write_arm(s, id, &job->arms[arm_index], false);
-    if (rc == 0 && (changed & BSO_CHANGED_STATS))
-        rc = save_stats(s, job);
+    if (rc == 0 && (changed & BSO_CHANGED_STATS) && arm_index < job->spec.n_batch_sizes)
+        rc = save_stat(s, job, arm_index);
     return rc;
 }
 

@@ -1,0 +1,153 @@
+"""bso-bench against the real server (a short smoke run: correctness only, never timings), and
+its --verify step against a server that loses trials."""
+import http.server
+import json
+import os
+import re
+import subprocess
+import threading
+import unittest
+
+from harness import Server
+
+BENCH = os.environ.get("BSO_BENCH_BIN", "bso-bench")
+
+
+def bench(*args):
+    return subprocess.run([BENCH] + list(args), capture_output=True, text=True, timeout=120)
+
+
+class Bench(unittest.TestCase):
+    def run_against_server(self, *extra):
+        """The bench's JSON, and what the server then holds: its jobs' stages and every
+        trial's convergence."""
+        with Server() as srv:
+            out = bench("--url", "http://127.0.0.1:%d" % srv.port, "--duration", "2", "--jobs",
+                        "16", "--concurrency", "4", "--epochs", "6", "--verify", "--json",
+                        "--server-pid", str(srv.proc.pid), *extra)
+            self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+            jobs = srv.request("GET", "/jobs")[1]["jobs"]
+            converged = [t["converged"] for j in jobs for t in
+                         srv.request("GET", "/jobs/%s/trials?limit=1000" % j["job_id"])[1]["trials"]
+                         if t["status"] == "Succeeded"]
+            return json.loads(out.stdout), {j["stage"] for j in jobs}, converged
+
+    def test_recurring_jobs_verify(self):
+        for policy in ("bso", "zeus"):
+            with self.subTest(policy=policy):
+                r, stages, converged = self.run_against_server("--policy", policy)
+                # The workload makes the policy explore, stop runs early and reach the bandit.
+                self.assertIn("MAB", stages)
+                self.assertIn(False, converged)
+                self.assertIn(True, converged)
+                self.assertEqual((r["errors"], r["verify_problems"]), (0, 0))
+                self.assertGreater(r["requests"], 0)
+                self.assertEqual(set(r["endpoints"]), {"register", "predict", "report",
+                                                       "end_trial"})
+                self.assertEqual(r["endpoints"]["register"]["latency_ms"]["count"], 16)
+                lat = r["latency_ms"]
+                self.assertTrue(0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"]
+                                <= lat["max"], lat)
+                self.assertGreater(r["server_peak_rss_mb"], 0)
+                self.assertGreater(r["server_cpu_s"], 0)
+
+    def test_only_predict(self):
+        r = self.run_against_server("--only", "predict")[0]
+        self.assertEqual(set(r["endpoints"]), {"register", "predict"})
+        self.assertEqual(r["verify_problems"], 0)
+
+    def test_text_output(self):
+        with Server() as srv:
+            out = bench("--url", "http://127.0.0.1:%d" % srv.port, "--duration", "1", "--jobs",
+                        "4", "--concurrency", "2")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"throughput\s+\d+ requests/s")
+        self.assertRegex(out.stdout, r"\nall\s+\d+")
+
+    def test_bad_usage(self):
+        for args, why in ((["--jobs", "0", "--url", "http://x"], "--jobs"),
+                          (["--url", "ftp://x"], "--url must be http"),
+                          (["--duration", "soon", "--url", "http://x"], "--duration"),
+                          (["--only", "delete", "--url", "http://x"], "--only"),
+                          ([], "--url is required"), (["--frobnicate", "1"], "unknown option")):
+            with self.subTest(args=args):
+                out = bench(*args)
+                self.assertEqual(out.returncode, 2)
+                self.assertIn(why, out.stderr)
+        out = bench("--url", "http://127.0.0.1:1", "--duration", "1")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("cannot reach", out.stderr)
+
+    def test_verify_catches_a_server_that_loses_trials(self):
+        """A fake server that hands out trial numbers 1, 2, 3... but stores every third trial
+        nowhere: --verify must say so and exit 1."""
+        trials = {}
+        lock = threading.Lock()
+
+        class Lossy(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def answer(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def body(self):
+                n = int(self.headers.get("Content-Length", 0))
+                return json.loads(self.rfile.read(n) or b"null")
+
+            def do_POST(self):
+                b = self.body()
+                if self.path == "/jobs":
+                    trials.setdefault(b["job_id"], [])
+                    return self.answer(201, b)
+                with lock:
+                    for t in trials[b["job_id"]]:
+                        if t["trial_number"] == b["trial_number"]:
+                            t.update(status="Succeeded", time=b["time"])
+                self.answer(200, {"stop_train": True, "converged": True, "message": "ok"})
+
+            def do_PATCH(self):
+                self.body()
+                self.answer(200, None)
+
+            def do_GET(self):
+                m = re.match(r"/jobs/batch_size\?job_id=(.*)", self.path)
+                if m:
+                    if m.group(1) not in trials:
+                        return self.answer(404, {"message": "Unknown job"})
+                    with lock:
+                        job = trials[m.group(1)]
+                        n = job[-1]["trial_number"] + 1 if job else 1
+                        job.append({"trial_number": n, "batch_size": 256, "status": "Dispatched",
+                                    "time": None})
+                        if n % 3 == 0:
+                            job[-1]["lost"] = True
+                    return self.answer(200, {"job_id": m.group(1), "batch_size": 256,
+                                             "trial_number": n})
+                m = re.match(r"/jobs/(.*)/trials\?limit=\d+&after=(\d+)", self.path)
+                with lock:
+                    rows = [t for t in trials[m.group(1)]
+                            if t["trial_number"] > int(m.group(2)) and not t.get("lost")]
+                self.answer(200, {"trials": rows, "next_after": None})
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Lossy)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        try:
+            out = bench("--url", "http://127.0.0.1:%d" % httpd.server_address[1], "--duration",
+                        "1", "--jobs", "2", "--concurrency", "2", "--verify")
+        finally:
+            httpd.shutdown()
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("handed out but not stored", out.stderr)
+        self.assertIn("verify      FAILED", out.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
