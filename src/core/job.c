@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "bso/error.h"
@@ -44,6 +45,17 @@ int bso_job_init(struct bso_job *job, const struct bso_job_spec *spec, const uin
         return fail(job, BSO_EINVAL, "an unseeded job needs 1 to %d words of entropy",
                     BSO_SEEDSEQ_MAX_WORDS);
     return 0;
+}
+
+void bso_job_reset(struct bso_job *job)
+{
+    memset(job, 0, offsetof(struct bso_job, stats));
+    job->errmsg[0] = '\0';
+}
+
+void bso_job_clear_stats(struct bso_job *job)
+{
+    memset(job->stats, 0, job->spec.n_batch_sizes * sizeof job->stats[0]);
 }
 
 void bso_job_clear(struct bso_job *job)

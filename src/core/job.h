@@ -61,6 +61,13 @@ struct bso_job {
  * unseeded jobs still get one proper random stream. Release with bso_job_clear(). */
 int bso_job_init(struct bso_job *job, const struct bso_job_spec *spec, const uint32_t *entropy,
                  size_t n_entropy);
+/* Empties *job for a store to fill: everything zero, except that the per-size statistics are
+ * left for bso_job_clear_stats once the batch sizes are known (zeroing all BSO_MAX_BATCH_SIZES
+ * of them would cost more than the rest of a request's policy work). */
+void bso_job_reset(struct bso_job *job);
+/* Zeroes the statistics of the job's spec.n_batch_sizes sizes. */
+void bso_job_clear_stats(struct bso_job *job);
+
 /* Frees what the job owns. NULL is a no-op. */
 void bso_job_clear(struct bso_job *job);
 

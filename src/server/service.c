@@ -179,14 +179,21 @@ int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial 
     return finish(s, rc, "predict", msg);
 }
 
-/* Loads the job and the trial a client names; Zeus's messages when either is unknown. */
+/* Which of the pair load_pair did not find. */
+enum missing { MISSING_NONE, MISSING_JOB, MISSING_TRIAL };
+
+/* Loads the job and the trial a client names. BSO_ENOTFOUND with *missing set when either is
+ * unknown (the caller words Zeus's message: formatting it costs more than the lookup, so it
+ * is done only then). */
 static int load_pair(struct bso_session *s, const struct bso_trial_key *key, unsigned load,
-                     struct bso_job *job, struct bso_trial *trial, const char *unknown_job,
-                     const char *unknown_trial, char *msg)
+                     struct bso_job *job, struct bso_trial *trial, enum missing *missing, char *msg)
 {
+    *missing = MISSING_NONE;
     int rc = bso_session_load_job(s, key->job_id, load, job);
-    if (rc == BSO_ENOTFOUND)
-        return say(msg, rc, "%s", unknown_job);
+    if (rc == BSO_ENOTFOUND) {
+        *missing = MISSING_JOB;
+        return rc;
+    }
     if (rc < 0)
         return db_error(s, rc, "load job", msg);
     rc = bso_session_load_trial(s, key->job_id, key->trial_number, trial);
@@ -194,7 +201,8 @@ static int load_pair(struct bso_session *s, const struct bso_trial_key *key, uns
         rc = BSO_ENOTFOUND;
     if (rc == BSO_ENOTFOUND) {
         bso_job_clear(job);
-        return say(msg, rc, "%s", unknown_trial);
+        *missing = MISSING_TRIAL;
+        return rc;
     }
     if (rc < 0) {
         bso_job_clear(job);
@@ -238,23 +246,24 @@ static int report_attempt(struct bso_session *s, void *ctx, bool write, unsigned
     const struct report_ctx *c = ctx;
     const struct bso_trial_key *key = c->key;
     const struct bso_report *rep = c->rep;
-    /* Zeus's "Unknown trial" message prints the whole TrainingResult as pydantic does. */
-    char unknown[BSO_SVC_MSG_MAX], id[600], t[BSO_PYFLOAT_MAX], e[BSO_PYFLOAT_MAX],
-        m[BSO_PYFLOAT_MAX];
-    bso_pystr_repr(key->job_id, id, sizeof id);
-    bso_pyfloat_repr(rep->time, t, sizeof t);
-    bso_pyfloat_repr(rep->energy, e, sizeof e);
-    bso_pyfloat_repr(rep->metric, m, sizeof m);
-    snprintf(unknown, sizeof unknown,
-             "Unknown trial job_id=%s batch_size=%" PRId64 " trial_number=%" PRId64
-             " time=%s energy=%s metric=%s current_epoch=%" PRId64,
-             id, key->batch_size, key->trial_number, t, e, m, rep->current_epoch);
-
-    char unknown_job[BSO_SVC_MSG_MAX];
-    snprintf(unknown_job, sizeof unknown_job, "Unknown job %s", key->job_id);
     struct bso_job job;
     struct bso_trial trial;
-    int rc = load_pair(s, key, BSO_LOAD_ARMS, &job, &trial, unknown_job, unknown, msg);
+    enum missing missing;
+    int rc = load_pair(s, key, BSO_LOAD_ARMS, &job, &trial, &missing, msg);
+    if (missing == MISSING_JOB)
+        return say(msg, rc, "Unknown job %s", key->job_id);
+    if (missing == MISSING_TRIAL) {
+        /* Zeus's message prints the whole TrainingResult as pydantic does. */
+        char id[600], t[BSO_PYFLOAT_MAX], e[BSO_PYFLOAT_MAX], m[BSO_PYFLOAT_MAX];
+        bso_pystr_repr(key->job_id, id, sizeof id);
+        bso_pyfloat_repr(rep->time, t, sizeof t);
+        bso_pyfloat_repr(rep->energy, e, sizeof e);
+        bso_pyfloat_repr(rep->metric, m, sizeof m);
+        return say(msg, rc,
+                   "Unknown trial job_id=%s batch_size=%" PRId64 " trial_number=%" PRId64
+                   " time=%s energy=%s metric=%s current_epoch=%" PRId64,
+                   id, key->batch_size, key->trial_number, t, e, m, rep->current_epoch);
+    }
     if (rc < 0)
         return rc;
     size_t arm = 0;
@@ -279,15 +288,19 @@ static int end_trial_attempt(struct bso_session *s, void *ctx, bool write, unsig
                              char *msg)
 {
     const struct bso_trial_key *key = ctx;
-    char unknown[BSO_SVC_MSG_MAX], id[600];
-    bso_pystr_repr(key->job_id, id, sizeof id);
-    snprintf(unknown, sizeof unknown,
-             "Could not find the trial: job_id=%s batch_size=%" PRId64 " trial_number=%" PRId64, id,
-             key->batch_size, key->trial_number);
     struct bso_job job;
     struct bso_trial trial;
-    /* Zeus answers an unknown job here with the unknown-trial message too. */
-    int rc = load_pair(s, key, 0, &job, &trial, unknown, unknown, msg);
+    enum missing missing;
+    int rc = load_pair(s, key, 0, &job, &trial, &missing, msg);
+    if (missing != MISSING_NONE) {
+        /* Zeus answers an unknown job here with the unknown-trial message too. */
+        char id[600];
+        bso_pystr_repr(key->job_id, id, sizeof id);
+        return say(msg, rc,
+                   "Could not find the trial: job_id=%s batch_size=%" PRId64
+                   " trial_number=%" PRId64,
+                   id, key->batch_size, key->trial_number);
+    }
     if (rc < 0)
         return rc;
     bso_job_end_trial(&job, &trial, changed);

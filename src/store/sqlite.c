@@ -703,7 +703,7 @@ static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
     }
     if (rc != SQLITE_ROW)
         return db_fail(s, "load job");
-    memset(job, 0, sizeof(*job));
+    bso_job_reset(job);
     struct bso_job_spec *sp = &job->spec;
     sp->has_job_id = true;
     snprintf(sp->job_id, sizeof sp->job_id, "%s", col_text(st, 0));
@@ -739,6 +739,7 @@ static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
     sqlite3_reset(st);
     if (bad < 0)
         return bso_session_fail(s, BSO_EPARSE, "job %s: corrupt row", job_id);
+    bso_job_clear_stats(job);
 
     rc = 0;
     if ((load & BSO_LOAD_TRIALS) && job->stage == BSO_STAGE_PRUNING)

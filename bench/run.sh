@@ -1,0 +1,34 @@
+#!/bin/bash
+# Runs bso-bench against a fresh bso-server (embedded SQLite in a temporary directory) RUNS times
+# and prints the median of each figure. Usage:
+#   bench/run.sh [--runs N] [SERVER OPTIONS...] -- [BSO-BENCH OPTIONS...]
+# e.g. bench/run.sh --threads 8 -- --concurrency 32 --duration 10
+# Binaries come from BUILD (default build/release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build/release}
+RUNS=3
+SERVER_ARGS=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+    if [ "$1" = "--runs" ]; then RUNS=$2; shift 2; else SERVER_ARGS+=("$1"); shift; fi
+done
+[ $# -gt 0 ] && shift
+BENCH_ARGS=("$@")
+PORT=${PORT:-18100}
+results=()
+for ((i = 1; i <= RUNS; i++)); do
+    dir=$(mktemp -d /tmp/bso-bench.XXXXXX)
+    "$BUILD/bso-server" --port "$PORT" --database "sqlite:///$dir/bso.db" --log-level warn \
+        "${SERVER_ARGS[@]}" &
+    pid=$!
+    for _ in $(seq 50); do
+        curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    results+=("$("$BUILD/bso-bench" --url "http://127.0.0.1:$PORT" --server-pid "$pid" --json \
+        "${BENCH_ARGS[@]}")")
+    kill "$pid"
+    wait "$pid" || true
+    rm -rf "$dir"
+done
+printf '%s\n' "${results[@]}" | python3 bench/median.py
