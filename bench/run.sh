@@ -3,7 +3,8 @@
 # and prints the median of each figure. Usage:
 #   bench/run.sh [--runs N] [SERVER OPTIONS...] -- [BSO-BENCH OPTIONS...]
 # e.g. bench/run.sh --threads 8 -- --concurrency 32 --duration 10
-# Binaries come from BUILD (default build/release).
+# Binaries come from BUILD (default build/release). SERVER_PRELOAD is preloaded into the server
+# (e.g. build/release/libbso-slow-fsync.so, with BSO_SLOW_FSYNC_US).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/release}
@@ -18,7 +19,8 @@ PORT=${PORT:-18100}
 results=()
 for ((i = 1; i <= RUNS; i++)); do
     dir=$(mktemp -d /tmp/bso-bench.XXXXXX)
-    "$BUILD/bso-server" --port "$PORT" --database "sqlite:///$dir/bso.db" --log-level warn \
+    env ${SERVER_PRELOAD:+LD_PRELOAD=$SERVER_PRELOAD} \
+        "$BUILD/bso-server" --port "$PORT" --database "sqlite:///$dir/bso.db" --log-level warn \
         "${SERVER_ARGS[@]}" &
     pid=$!
     for _ in $(seq 50); do

@@ -6,6 +6,8 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +117,9 @@ enum stmt_id {
     ST_BEGIN_READ,
     ST_COMMIT,
     ST_ROLLBACK,
+    ST_SAVEPOINT,
+    ST_RELEASE,
+    ST_ROLLBACK_TO,
     ST_COUNT
 };
 
@@ -177,6 +182,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN_READ] = "BEGIN",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
+    [ST_SAVEPOINT] = "SAVEPOINT request",
+    [ST_RELEASE] = "RELEASE request",
+    [ST_ROLLBACK_TO] = "ROLLBACK TO request",
 };
 
 struct backend {
@@ -189,16 +197,42 @@ struct backend {
      * handler (which sleeps in steps of milliseconds). Other processes still meet the busy
      * handler. */
     pthread_mutex_t write_lock;
+    struct group *group; /* with --durability full: group commit */
+};
+
+/*
+ * Group commit, for --durability full, where every commit waits for the disk (fsync). The
+ * writers of this process share one connection and one open transaction: each request runs
+ * its writes inside a savepoint, under the group's lock, and then waits until the transaction
+ * that holds them is committed. The request that finds no other writer queued behind it
+ * commits, for everyone in the batch: one fsync for many requests. An answer is sent only
+ * once its writes are durable; if the batch's commit fails, every request in it fails and
+ * none of their writes remain.
+ */
+struct group {
+    pthread_mutex_t lock; /* the writer connection and everything below */
+    pthread_cond_t settled;
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+    atomic_int queued;      /* writers waiting for the lock */
+    bool open;              /* a batch transaction is open */
+    uint64_t batch;         /* the number of the open (or next) batch */
+    uint64_t settled_batch; /* every batch up to this one is committed or failed */
+    uint64_t failed_batch;  /* the last batch whose commit failed; 0: none */
 };
 
 struct sqlite_session {
     struct bso_session base;
     struct backend *backend;
-    sqlite3 *db;
+    sqlite3 *db;       /* the connection statements run on: own_db, or the group's */
+    sqlite3_stmt **st; /* its statement cache */
+    sqlite3 *own_db;
     bool owns_db; /* false for the shared connection of an in-memory database */
-    sqlite3_stmt *st[ST_COUNT];
+    sqlite3_stmt *own_st[ST_COUNT];
     bool in_tx;
     bool holds_write_lock;
+    bool in_group;     /* writing through the group's connection */
+    uint64_t my_batch; /* the batch holding this request's writes */
 };
 
 static struct sqlite_session *ss(struct bso_session *s)
@@ -290,6 +324,9 @@ static int migrate(sqlite3 *db, char *err, size_t errcap)
     return rc;
 }
 
+static int group_open(struct backend *b, char *err, size_t errcap);
+static void group_close(struct group *g);
+
 static int be_open(const char *target, const struct bso_store_options *opt, void **out, char *err,
                    size_t errcap)
 {
@@ -323,6 +360,12 @@ static int be_open(const char *target, const struct bso_store_options *opt, void
         return rc;
     }
     b->keeper = db;
+    if (b->opt.durability == BSO_DURABILITY_FULL && !b->memory &&
+        (rc = group_open(b, err, errcap)) < 0) {
+        sqlite3_close(db);
+        free(b);
+        return rc;
+    }
     *out = b;
     return 0;
 }
@@ -332,6 +375,7 @@ static void be_close(void *backend)
     struct backend *b = backend;
     if (!b)
         return;
+    group_close(b->group);
     sqlite3_close(b->keeper);
     pthread_mutex_destroy(&b->write_lock);
     free(b);
@@ -373,13 +417,15 @@ static struct bso_session *be_session_new(void *backend, char *err, size_t errca
     }
     s->backend = b;
     if (b->memory) {
-        s->db = b->keeper; /* the single connection; the pool hands it to one thread at a time */
-    } else if (connect(b, &s->db, err, errcap) < 0) {
+        s->own_db = b->keeper; /* the single connection; the pool hands it to one thread */
+    } else if (connect(b, &s->own_db, err, errcap) < 0) {
         free(s);
         return NULL;
     } else {
         s->owns_db = true;
     }
+    s->db = s->own_db;
+    s->st = s->own_st;
     return &s->base;
 }
 
@@ -387,9 +433,9 @@ static void be_session_free(struct bso_session *base)
 {
     struct sqlite_session *s = ss(base);
     for (int i = 0; i < ST_COUNT; i++)
-        sqlite3_finalize(s->st[i]);
+        sqlite3_finalize(s->own_st[i]);
     if (s->owns_db)
-        sqlite3_close(s->db);
+        sqlite3_close(s->own_db);
     free(s);
 }
 
@@ -425,9 +471,115 @@ static void release_write_lock(struct sqlite_session *s)
     s->holds_write_lock = false;
 }
 
+/* ---- group commit (see struct group) ---- */
+
+static int group_open(struct backend *b, char *err, size_t errcap)
+{
+    struct group *g = calloc(1, sizeof *g);
+    if (!g) {
+        snprintf(err, errcap, "out of memory");
+        return BSO_ENOMEM;
+    }
+    int rc = connect(b, &g->db, err, errcap);
+    if (rc < 0) {
+        free(g);
+        return rc;
+    }
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->settled, NULL);
+    g->batch = 1;
+    b->group = g;
+    return 0;
+}
+
+static void group_close(struct group *g)
+{
+    if (!g)
+        return;
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(g->st[i]);
+    sqlite3_close(g->db);
+    pthread_cond_destroy(&g->settled);
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+}
+
+/* Commits the open batch (the caller holds the lock) and wakes its requests. */
+static void group_commit_batch(struct bso_session *s, struct group *g)
+{
+    if (g->open && tx_step(s, ST_COMMIT) < 0) {
+        db_fail(s, "commit");
+        tx_step(s, ST_ROLLBACK);
+        g->failed_batch = g->batch;
+    }
+    g->open = false;
+    g->settled_batch = g->batch++;
+    pthread_cond_broadcast(&g->settled);
+}
+
+static int group_begin(struct bso_session *s)
+{
+    struct sqlite_session *q = ss(s);
+    struct group *g = q->backend->group;
+    atomic_fetch_add(&g->queued, 1);
+    pthread_mutex_lock(&g->lock);
+    atomic_fetch_sub(&g->queued, 1);
+    q->db = g->db;
+    q->st = g->st;
+    q->in_group = true;
+    int rc = 0;
+    if (!g->open && (rc = tx_step(s, ST_BEGIN_WRITE)) == 0)
+        g->open = true;
+    if (rc == 0)
+        rc = tx_step(s, ST_SAVEPOINT);
+    if (rc < 0) {
+        rc = db_fail(s, "begin");
+        q->db = q->own_db;
+        q->st = q->own_st;
+        q->in_group = false;
+        pthread_mutex_unlock(&g->lock);
+        return rc;
+    }
+    q->my_batch = g->batch;
+    q->in_tx = true;
+    return 0;
+}
+
+/* Ends the request's part of the batch: kept (its savepoint released) or undone. The last
+ * writer of a batch commits it; a request that kept writes waits until they are settled. */
+static int group_end(struct bso_session *s, bool keep)
+{
+    struct sqlite_session *q = ss(s);
+    struct group *g = q->backend->group;
+    int rc = 0;
+    if (keep && tx_step(s, ST_RELEASE) < 0) {
+        rc = db_fail(s, "commit");
+        keep = false;
+    }
+    if (!keep) {
+        tx_step(s, ST_ROLLBACK_TO);
+        tx_step(s, ST_RELEASE);
+    }
+    if (atomic_load(&g->queued) == 0)
+        group_commit_batch(s, g);
+    else
+        while (keep && g->settled_batch < q->my_batch)
+            pthread_cond_wait(&g->settled, &g->lock);
+    if (keep && g->failed_batch == q->my_batch)
+        rc = bso_session_fail(s, BSO_EIO, "sqlite: the group commit failed");
+    q->db = q->own_db;
+    q->st = q->own_st;
+    q->in_group = false;
+    q->in_tx = false;
+    pthread_mutex_unlock(&g->lock);
+    return rc;
+}
+
 static int be_begin_write(struct bso_session *s, const char *job_id)
 {
     (void)job_id; /* SQLite has one write lock for the whole database */
+    if (ss(s)->backend->group)
+        return group_begin(s);
     pthread_mutex_lock(&ss(s)->backend->write_lock);
     ss(s)->holds_write_lock = true;
     if (tx_step(s, ST_BEGIN_WRITE) < 0) {
@@ -449,6 +601,8 @@ static int be_begin_read(struct bso_session *s)
 
 static int be_commit(struct bso_session *s)
 {
+    if (ss(s)->in_group)
+        return group_end(s, true);
     int rc = 0;
     if (tx_step(s, ST_COMMIT) < 0) {
         rc = db_fail(s, "commit");
@@ -461,6 +615,10 @@ static int be_commit(struct bso_session *s)
 
 static void be_rollback(struct bso_session *s)
 {
+    if (ss(s)->in_group) {
+        group_end(s, false);
+        return;
+    }
     if (ss(s)->in_tx)
         tx_step(s, ST_ROLLBACK);
     ss(s)->in_tx = false;

@@ -18,10 +18,10 @@ def bench(*args):
 
 
 class Bench(unittest.TestCase):
-    def run_against_server(self, *extra):
+    def run_against_server(self, *extra, server_args=()):
         """The bench's JSON, and what the server then holds: its jobs' stages and every
         trial's convergence."""
-        with Server() as srv:
+        with Server(args=list(server_args)) as srv:
             out = bench("--url", "http://127.0.0.1:%d" % srv.port, "--duration", "2", "--jobs",
                         "16", "--concurrency", "4", "--epochs", "6", "--verify", "--json",
                         "--server-pid", str(srv.proc.pid), *extra)
@@ -50,6 +50,12 @@ class Bench(unittest.TestCase):
                                 <= lat["max"], lat)
                 self.assertGreater(r["server_peak_rss_mb"], 0)
                 self.assertGreater(r["server_cpu_s"], 0)
+
+    def test_group_commit_verify(self):
+        r = self.run_against_server("--concurrency", "8",
+                                    server_args=["--durability", "full", "--threads", "8"])[0]
+        self.assertEqual((r["errors"], r["verify_problems"]), (0, 0))
+        self.assertGreater(r["requests"], 0)
 
     def test_only_predict(self):
         r = self.run_against_server("--only", "predict")[0]

@@ -1,4 +1,4 @@
-"""32 threads hammer 8 jobs at once. Afterwards each job's trial numbers are unique and
+"""32 threads hammer 8 jobs at once, with per-request commits and with group commit. Afterwards each job's trial numbers are unique and
 contiguous, every arm agrees with a recomputation from the stored trials, and no result was
 lost."""
 import random
@@ -23,7 +23,14 @@ def fit(rewards):
 
 class Concurrency(unittest.TestCase):
     def test_hammer(self):
-        with Server(env={"BSO_DEFAULT_POLICY": "zeus"}) as srv:
+        self.hammer([])
+
+    def test_hammer_group_commit(self):
+        """--durability full: writers share one transaction per batch (group commit)."""
+        self.hammer(["--durability", "full", "--threads", "16"])
+
+    def hammer(self, args):
+        with Server(args=args, env={"BSO_DEFAULT_POLICY": "zeus"}) as srv:
             jobs = []
             for j in range(JOBS):
                 spec = dict(harness.fake_job("test-conc-%d" % j), window_size=0,
