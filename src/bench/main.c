@@ -20,6 +20,7 @@
 #include "bench/http.h"
 #include "bench/latency.h"
 #include "bench/ledger.h"
+#include "bench/policy_cpu.h"
 #include "bench/procstat.h"
 #include "bench/verify.h"
 #include "bench/workload.h"
@@ -40,12 +41,14 @@ struct options {
     enum mode mode;
     const char *policy; /* NULL: the server's default */
     uint64_t seed;
-    bool json, verify;
+    bool json, verify, policy_cpu;
+    int sizes; /* batch sizes per job */
     pid_t server_pid;
 };
 
 struct shared {
     const struct options *opt;
+    struct bso_bench_sizes sizes;
     struct bso_bench_job *jobs;
     struct bso_ledger_job *ledgers;
     atomic_bool stop;            /* the timed phase is over */
@@ -93,7 +96,7 @@ static void record(struct worker *w, enum endpoint ep, double start, int rc, boo
 static void register_jobs(struct worker *w)
 {
     struct shared *sh = w->sh;
-    char spec[1024];
+    char spec[4096];
     for (;;) {
         const size_t k = atomic_fetch_add(&sh->next_register, 1);
         if (k >= sh->opt->jobs)
@@ -153,7 +156,7 @@ static void *run_worker(void *arg)
         usleep(100);
     /* Client i takes jobs i, i + C, i + 2C...; with fewer jobs than clients, clients share. */
     size_t k = (size_t)w->index % opt->jobs;
-    char spec[1024];
+    char spec[4096];
     while (!atomic_load(&sh->stop) && !w->failed) {
         if (opt->mode == MODE_MIXED) {
             recurrence(w, k);
@@ -183,8 +186,10 @@ static int usage(FILE *f)
 {
     fprintf(f,
             "usage: bso-bench --url URL [--jobs J] [--concurrency C] [--duration S]\n"
-            "                 [--epochs K] [--only predict|register] [--policy bso|zeus]\n"
-            "                 [--seed N] [--json] [--verify] [--server-pid PID]\n"
+            "                 [--epochs K] [--sizes N] [--only predict|register]\n"
+            "                 [--policy bso|zeus] [--seed N] [--json] [--verify]\n"
+            "                 [--server-pid PID]\n"
+            "       bso-bench --policy-cpu [--sizes N] [--duration S] [--json]\n"
             "\n"
             "Drives a server that speaks Zeus's BSO API with J recurring jobs (default 64) from\n"
             "C concurrent clients (default 8) for S seconds (default 10). Each client repeats\n"
@@ -195,7 +200,9 @@ static int usage(FILE *f)
             "Prints throughput, latency percentiles overall and per endpoint, and errors; with\n"
             "--server-pid also the server's peak RSS and CPU seconds. --verify reads every job\n"
             "back (BSO's read API) and checks trial numbers and acknowledged reports; it exits\n"
-            "1 when an invariant fails or any request failed.\n");
+            "1 when an invariant fails or any request failed. Jobs offer N batch sizes\n"
+            "(default 8). --policy-cpu times the policy core itself, in-process, per predict\n"
+            "and per report, under each policy, for S seconds of CPU each.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -225,7 +232,8 @@ static int parse(int argc, char **argv, struct options *o)
                           .duration_s = 10,
                           .epochs = 10,
                           .mode = MODE_MIXED,
-                          .seed = 1};
+                          .seed = 1,
+                          .sizes = 8};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
@@ -236,6 +244,10 @@ static int parse(int argc, char **argv, struct options *o)
         }
         if (strcmp(a, "--verify") == 0) {
             o->verify = true;
+            continue;
+        }
+        if (strcmp(a, "--policy-cpu") == 0) {
+            o->policy_cpu = true;
             continue;
         }
         if (i + 1 >= argc)
@@ -261,6 +273,11 @@ static int parse(int argc, char **argv, struct options *o)
             if (!whole(v, 1, 1000, &d))
                 return fail("--epochs must be a whole number from 1 to 1000, not '%s'", v);
             o->epochs = (int64_t)d;
+        } else if (strcmp(a, "--sizes") == 0) {
+            if (!whole(v, 1, BSO_BENCH_MAX_SIZES, &d))
+                return fail("--sizes must be a whole number from 1 to %d, not '%s'",
+                            BSO_BENCH_MAX_SIZES, v);
+            o->sizes = (int)d;
         } else if (strcmp(a, "--only") == 0) {
             if (strcmp(v, "predict") == 0)
                 o->mode = MODE_PREDICT;
@@ -284,6 +301,8 @@ static int parse(int argc, char **argv, struct options *o)
             return fail("unknown option '%s' (see --help)", a);
         }
     }
+    if (o->policy_cpu)
+        return 0; /* in-process: no server */
     if (!o->url)
         return fail("--url is required (see --help)");
     if (strncmp(o->url, "http://", 7) != 0)
@@ -371,13 +390,18 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : rc;
 
     struct shared sh = {.opt = &opt};
+    bso_bench_sizes_init(&sh.sizes, opt.sizes);
+    if (opt.policy_cpu) {
+        rc = bso_policy_cpu(&sh.sizes, opt.epochs, opt.duration_s, opt.seed, opt.json);
+        return rc < 0 ? (fail("policy replay failed: %s", bso_strerror(rc)), 1) : 0;
+    }
     sh.jobs = calloc(opt.jobs, sizeof *sh.jobs);
     sh.ledgers = calloc(opt.jobs, sizeof *sh.ledgers);
     struct worker *ws = calloc((size_t)opt.concurrency, sizeof *ws);
     if (!sh.jobs || !sh.ledgers || !ws)
         return fail("out of memory"), 1;
     for (size_t k = 0; k < opt.jobs; k++) {
-        bso_bench_job_init(&sh.jobs[k], opt.seed, k, opt.epochs);
+        bso_bench_job_init(&sh.jobs[k], &sh.sizes, opt.seed, k, opt.epochs);
         if (bso_ledger_init(&sh.ledgers[k]) < 0)
             return fail("out of memory"), 1;
     }

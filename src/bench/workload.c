@@ -19,12 +19,25 @@ static double unit(uint64_t x)
     return (double)(mix(x) >> 11) * 0x1.0p-53;
 }
 
-void bso_bench_job_init(struct bso_bench_job *j, uint64_t seed, size_t k, int64_t max_epochs)
+void bso_bench_sizes_init(struct bso_bench_sizes *s, int n)
+{
+    s->n = n;
+    for (int i = 0; i < n; i++) {
+        int64_t v = n <= 8 ? (int64_t)16 << i
+                           : (int64_t)llround(16.0 * pow(128.0, (double)i / (double)(n - 1)));
+        s->v[i] = i > 0 && v <= s->v[i - 1] ? s->v[i - 1] + 1 : v;
+    }
+    s->default_size = s->v[0];
+    for (int i = 0; i < n; i++)
+        if (fabs(log2((double)s->v[i]) - 8) < fabs(log2((double)s->default_size) - 8))
+            s->default_size = s->v[i];
+}
+
+void bso_bench_job_init(struct bso_bench_job *j, const struct bso_bench_sizes *sizes, uint64_t seed,
+                        size_t k, int64_t max_epochs)
 {
     snprintf(j->id, sizeof j->id, "bench-%06zu", k);
-    for (int i = 0; i < BSO_BENCH_SIZES; i++)
-        j->sizes[i] = (int64_t)16 << i; /* 16 .. 2048 */
-    j->default_size = 256;
+    j->sizes = sizes;
     j->max_epochs = max_epochs;
     j->seed = mix(seed ^ mix(k));
     j->best_log2 = 5.0 + 4.0 * unit(j->seed); /* best between 32 and 512 */
@@ -32,11 +45,11 @@ void bso_bench_job_init(struct bso_bench_job *j, uint64_t seed, size_t k, int64_
 
 int bso_bench_job_spec(const struct bso_bench_job *j, const char *policy, char *buf, size_t cap)
 {
-    char sizes[256];
+    char sizes[BSO_BENCH_MAX_SIZES * 7];
     size_t o = 0;
-    for (int i = 0; i < BSO_BENCH_SIZES; i++)
+    for (int i = 0; i < j->sizes->n; i++)
         o += (size_t)snprintf(sizes + o, sizeof sizes - o, "%s%lld", i ? ", " : "",
-                              (long long)j->sizes[i]);
+                              (long long)j->sizes->v[i]);
     char extra[64] = "";
     if (policy)
         snprintf(extra, sizeof extra, ", \"policy\": \"%s\"", policy);
@@ -45,7 +58,7 @@ int bso_bench_job_spec(const struct bso_bench_job *j, const char *policy, char *
                      "\"default_batch_size\": %lld, \"target_metric\": 0.5, \"max_epochs\": %lld, "
                      "\"max_power\": 300, \"number_of_gpus\": 1, \"gpu_model\": \"bench-gpu\", "
                      "\"mab_seed\": %llu%s}",
-                     j->id, sizes, (long long)j->default_size, (long long)j->max_epochs,
+                     j->id, sizes, (long long)j->sizes->default_size, (long long)j->max_epochs,
                      (unsigned long long)(j->seed % 1000000), extra);
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }

@@ -10,19 +10,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BSO_BENCH_SIZES 8
+#define BSO_BENCH_MAX_SIZES 256
+
+/* The batch sizes every job of a run offers (shared: a run may have 100,000 jobs). */
+struct bso_bench_sizes {
+    int n;
+    int64_t v[BSO_BENCH_MAX_SIZES]; /* ascending, 16 to 2048 */
+    int64_t default_size;           /* the one nearest 256 */
+};
+
+/* n sizes (1 to BSO_BENCH_MAX_SIZES): powers of two from 16 up to 8 of them, else spaced
+ * evenly in log between 16 and 2048. */
+void bso_bench_sizes_init(struct bso_bench_sizes *s, int n);
 
 struct bso_bench_job {
     char id[64];
-    int64_t sizes[BSO_BENCH_SIZES];
-    int64_t default_size;
+    const struct bso_bench_sizes *sizes;
     int64_t max_epochs;
     double best_log2; /* log2 of the size that needs the fewest epochs */
     uint64_t seed;
 };
 
 /* Job number k of a workload seeded by seed, with max_epochs epochs at most. */
-void bso_bench_job_init(struct bso_bench_job *j, uint64_t seed, size_t k, int64_t max_epochs);
+void bso_bench_job_init(struct bso_bench_job *j, const struct bso_bench_sizes *sizes, uint64_t seed,
+                        size_t k, int64_t max_epochs);
 
 /* The JSON specification of j into buf: Zeus's fields, plus "policy" unless policy is NULL
  * (the server's default). 0, or -1 when buf is too small. */

@@ -57,6 +57,24 @@ class Bench(unittest.TestCase):
         self.assertEqual((r["errors"], r["verify_problems"]), (0, 0))
         self.assertGreater(r["requests"], 0)
 
+    def test_many_batch_sizes(self):
+        r, stages, _ = self.run_against_server("--sizes", "64")
+        self.assertEqual((r["errors"], r["verify_problems"]), (0, 0))
+        self.assertIn("MAB", stages)
+
+    def test_policy_cpu(self):
+        out = bench("--policy-cpu", "--sizes", "64", "--duration", "0.2", "--json")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        r = json.loads(out.stdout)
+        self.assertEqual(r["batch_sizes"], 64)
+        for policy in ("zeus", "bso"):
+            calls = r["policy_cpu_us"][policy]
+            self.assertEqual(set(calls), {"predict_explore", "predict_bandit", "report_explore",
+                                          "report_bandit"})
+            for c in calls.values():
+                self.assertGreater(c["calls"], 0)
+                self.assertTrue(0 < c["mean"] <= c["max"], c)
+
     def test_only_predict(self):
         r = self.run_against_server("--only", "predict")[0]
         self.assertEqual(set(r["endpoints"]), {"register", "predict"})
@@ -75,6 +93,7 @@ class Bench(unittest.TestCase):
                           (["--url", "ftp://x"], "--url must be http"),
                           (["--duration", "soon", "--url", "http://x"], "--duration"),
                           (["--only", "delete", "--url", "http://x"], "--only"),
+                          (["--sizes", "257", "--url", "http://x"], "--sizes"),
                           ([], "--url is required"), (["--frobnicate", "1"], "unknown option")):
             with self.subTest(args=args):
                 out = bench(*args)
