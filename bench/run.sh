@@ -4,7 +4,8 @@
 #   bench/run.sh [--runs N] [SERVER OPTIONS...] -- [BSO-BENCH OPTIONS...]
 # e.g. bench/run.sh --threads 8 -- --concurrency 32 --duration 10
 # Binaries come from BUILD (default build/release). SERVER_PRELOAD is preloaded into the server
-# (e.g. build/release/libbso-slow-fsync.so, with BSO_SLOW_FSYNC_US).
+# (e.g. build/release/libbso-slow-fsync.so, with BSO_SLOW_FSYNC_US). DB_TEMPLATE is a database
+# each run starts from a copy of (e.g. one made by build/release/bso-bench-fill).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build/release}
@@ -19,6 +20,7 @@ PORT=${PORT:-18100}
 results=()
 for ((i = 1; i <= RUNS; i++)); do
     dir=$(mktemp -d /tmp/bso-bench.XXXXXX)
+    [ -n "${DB_TEMPLATE:-}" ] && cp "$DB_TEMPLATE" "$dir/bso.db"
     env ${SERVER_PRELOAD:+LD_PRELOAD=$SERVER_PRELOAD} \
         "$BUILD/bso-server" --port "$PORT" --database "sqlite:///$dir/bso.db" --log-level warn \
         "${SERVER_ARGS[@]}" &

@@ -70,7 +70,8 @@ static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_jo
                     found = problem(found, err, id, "an acknowledged report is missing", num);
                 if (mine->finished && (!status || strcmp(status, "Succeeded") != 0))
                     found = problem(found, err, id, "told to stop but not Succeeded", num);
-            } else if (lg->predict_errors == 0) {
+            } else if (lg->predict_errors == 0 && lg->n > 0 && num > lg->trials[0].number) {
+                /* Trials before the first one of this run are the job's earlier history. */
                 found = problem(found, err, id, "stored but never handed out", num);
             }
             after = num;

@@ -1025,7 +1025,9 @@ static int be_save(struct bso_session *s, const struct bso_job *job, unsigned ch
     int rc = 0;
     if (changed & BSO_CHANGED_TRIAL)
         rc = write_trial(s, id, trial, trial_is_new);
-    if (rc == 0 && changed)
+    /* The job's row holds its stage, minimum, RNG and last trial number: only those. */
+    const unsigned job_row = BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST;
+    if (rc == 0 && ((changed & job_row) || ((changed & BSO_CHANGED_TRIAL) && trial_is_new)))
         rc = update_job(s, job);
     for (size_t i = 0; rc == 0 && (changed & BSO_CHANGED_ARMS) && i < job->n_arms; i++)
         rc = write_arm(s, id, &job->arms[i], true);
