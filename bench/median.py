@@ -19,4 +19,6 @@ if "server_peak_rss_mb" in runs[0]:
     print("server peak RSS %.1f MB  CPU %.1f us/request" % (
         med(lambda r: r["server_peak_rss_mb"]),
         med(lambda r: r["server_cpu_s"] / max(r["requests"], 1) * 1e6)))
+if "verify_problems" in runs[0]:
+    print("verify: %d problems" % sum(r["verify_problems"] for r in runs))
 print("throughput of each run: " + ", ".join("%.0f" % r["throughput_rps"] for r in runs))
