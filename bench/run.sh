@@ -16,7 +16,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 done
 [ $# -gt 0 ] && shift
 BENCH_ARGS=("$@")
-PORT=${PORT:-18100}
+PORT=${PORT:-$((18100 + RANDOM % 1000))}
 results=()
 for ((i = 1; i <= RUNS; i++)); do
     dir=$(mktemp -d /tmp/bso-bench.XXXXXX)

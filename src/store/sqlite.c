@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +199,13 @@ struct backend {
      * handler. */
     pthread_mutex_t write_lock;
     struct group *group; /* with --durability full: group commit */
+    /* Checkpoints (copying the WAL back into the database) run on a thread of their own, not
+     * inside some request's commit, where they would stall it for milliseconds. */
+    pthread_t checkpointer;
+    bool has_checkpointer;
+    pthread_mutex_t stop_lock;
+    pthread_cond_t stop_cv;
+    bool stopping;
 };
 
 /*
@@ -269,9 +277,11 @@ static int connect(struct backend *b, sqlite3 **out, char *err, size_t errcap)
     }
     sqlite3_busy_timeout(db, b->opt.busy_timeout_ms > 0 ? b->opt.busy_timeout_ms : 10000);
     char pragmas[256];
-    snprintf(pragmas, sizeof pragmas, "PRAGMA foreign_keys = ON; %s PRAGMA synchronous = %s;",
-             b->memory ? "" : "PRAGMA journal_mode = WAL;",
-             b->opt.durability == BSO_DURABILITY_FULL ? "FULL" : "NORMAL");
+    snprintf(
+        pragmas, sizeof pragmas,
+        "PRAGMA foreign_keys = ON; %s PRAGMA synchronous = %s; PRAGMA wal_autocheckpoint = 20000;",
+        b->memory ? "" : "PRAGMA journal_mode = WAL;",
+        b->opt.durability == BSO_DURABILITY_FULL ? "FULL" : "NORMAL");
     int rc = exec(db, pragmas, err, errcap);
     if (rc < 0) {
         sqlite3_close(db);
@@ -327,6 +337,35 @@ static int migrate(sqlite3 *db, char *err, size_t errcap)
 static int group_open(struct backend *b, char *err, size_t errcap);
 static void group_close(struct group *g);
 
+#define CHECKPOINT_EVERY_MS 100
+
+static void *checkpoint_loop(void *arg)
+{
+    struct backend *b = arg;
+    sqlite3 *db;
+    char err[256];
+    if (connect(b, &db, err, sizeof err) < 0)
+        return NULL;
+    pthread_mutex_lock(&b->stop_lock);
+    while (!b->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += CHECKPOINT_EVERY_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&b->stop_cv, &b->stop_lock, &until);
+        if (b->stopping)
+            break;
+        pthread_mutex_unlock(&b->stop_lock);
+        /* PASSIVE: copies what no reader still needs, never waits for or blocks a writer. */
+        sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        pthread_mutex_lock(&b->stop_lock);
+    }
+    pthread_mutex_unlock(&b->stop_lock);
+    sqlite3_close(db);
+    return NULL;
+}
+
 static int be_open(const char *target, const struct bso_store_options *opt, void **out, char *err,
                    size_t errcap)
 {
@@ -366,6 +405,10 @@ static int be_open(const char *target, const struct bso_store_options *opt, void
         free(b);
         return rc;
     }
+    pthread_mutex_init(&b->stop_lock, NULL);
+    pthread_cond_init(&b->stop_cv, NULL);
+    if (!b->memory)
+        b->has_checkpointer = pthread_create(&b->checkpointer, NULL, checkpoint_loop, b) == 0;
     *out = b;
     return 0;
 }
@@ -375,6 +418,15 @@ static void be_close(void *backend)
     struct backend *b = backend;
     if (!b)
         return;
+    if (b->has_checkpointer) {
+        pthread_mutex_lock(&b->stop_lock);
+        b->stopping = true;
+        pthread_cond_signal(&b->stop_cv);
+        pthread_mutex_unlock(&b->stop_lock);
+        pthread_join(b->checkpointer, NULL);
+    }
+    pthread_cond_destroy(&b->stop_cv);
+    pthread_mutex_destroy(&b->stop_lock);
     group_close(b->group);
     sqlite3_close(b->keeper);
     pthread_mutex_destroy(&b->write_lock);
