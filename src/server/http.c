@@ -189,13 +189,18 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    /* The logger must be the first option, or MHD logs its first messages its own way. */
+    /* One thread: MHD's polling thread alone (it warns about a pool of one). */
+    struct MHD_OptionItem pool[] = {
+        {cfg->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, cfg->threads, NULL},
+        {MHD_OPTION_END, 0, NULL}};
+    /* The logger must be the first option, or MHD logs its first messages its own way. An
+     * 8 KiB pool per connection holds its headers: bodies are copied out as they arrive. */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)cfg->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)(8 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, pool,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(8 * 1024),
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {
         snprintf(err, errcap, "cannot listen on %s:%d (in use, or not an address of this host)",
