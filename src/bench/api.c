@@ -15,6 +15,13 @@ static int check(int status)
     return status >= 200 && status < 300 ? 0 : BSO_EHTTP;
 }
 
+json_t *bso_api_json(struct bso_http *h)
+{
+    size_t len;
+    const char *body = bso_http_body(h, &len);
+    return json_loadb(body, len, 0, NULL);
+}
+
 int bso_api_register(struct bso_http *h, const char *spec_json)
 {
     return check(bso_http_request(h, "POST", "/jobs", spec_json, strlen(spec_json)));
@@ -28,9 +35,7 @@ int bso_api_predict(struct bso_http *h, const char *job_id, int64_t *batch_size,
     int rc = check(bso_http_request(h, "GET", path, NULL, 0));
     if (rc < 0)
         return rc;
-    size_t len;
-    const char *body = bso_http_body(h, &len);
-    json_t *root = json_loadb(body, len, 0, NULL);
+    json_t *root = bso_api_json(h);
     json_t *bs = json_object_get(root, "batch_size"), *tn = json_object_get(root, "trial_number");
     rc = json_is_integer(bs) && json_is_integer(tn) ? 0 : BSO_EPARSE;
     if (rc == 0) {
@@ -54,9 +59,7 @@ int bso_api_report(struct bso_http *h, const char *job_id, int64_t batch_size, i
     int rc = check(bso_http_request(h, "POST", "/report", body, (size_t)n));
     if (rc < 0)
         return rc;
-    size_t len;
-    const char *answer = bso_http_body(h, &len);
-    json_t *root = json_loadb(answer, len, 0, NULL);
+    json_t *root = bso_api_json(h);
     json_t *stop = json_object_get(root, "stop_train");
     rc = json_is_boolean(stop) ? 0 : BSO_EPARSE;
     if (rc == 0)

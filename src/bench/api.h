@@ -20,6 +20,9 @@ int bso_api_end_trial(struct bso_http *h, const char *job_id, int64_t batch_size
 /* GET path; the answer's body in bso_http_body. */
 int bso_api_get(struct bso_http *h, const char *path);
 
+/* The last answer's body parsed as JSON (the caller frees it), or NULL. */
+struct json_t *bso_api_json(struct bso_http *h);
+
 /* Why the last call failed: the transport's reason, or the status and the server's answer. */
 const char *bso_api_errmsg(struct bso_http *h, int rc, char *buf, size_t cap);
 

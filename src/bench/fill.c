@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/cmdline.h"
 #include "bench/workload.h"
 #include "bso/error.h"
 #include "core/job.h"
@@ -32,42 +33,13 @@ static int fail(const char *fmt, ...)
     return 2;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* The job as bso-bench registers it (the server would give it `policy` by default). */
-static int make_job(struct bso_job *job, const struct bso_bench_job *bj, int policy)
-{
-    struct bso_job_spec spec;
-    struct bso_spec_errors errs = {0};
-    bso_job_spec_defaults(&spec);
-    bso_job_spec_set_text(&spec, BSO_SPEC_JOB_ID, bj->id, strlen(bj->id), &errs);
-    bso_job_spec_set_text(&spec, BSO_SPEC_JOB_ID_PREFIX, "bench", 5, &errs);
-    bso_job_spec_set_text(&spec, BSO_SPEC_GPU_MODEL, "bench-gpu", 9, &errs);
-    bso_job_spec_set_batch_sizes(&spec, bj->sizes->v, (size_t)bj->sizes->n, &errs);
-    spec.default_batch_size = bj->sizes->default_size;
-    spec.target_metric = 0.5;
-    spec.max_epochs = bj->max_epochs;
-    spec.max_power = 300;
-    spec.number_of_gpus = 1;
-    spec.has_mab_seed = true;
-    spec.mab_seed = (int64_t)(bj->seed % 1000000);
-    spec.policy = policy;
-    int rc = bso_job_spec_validate(&spec, &errs);
-    return rc < 0 ? rc : bso_job_init(job, &spec, NULL, 0);
-}
-
 /* Runs the job's recurrences through the policy and saves each trial as the server would;
  * the job's own state (stage, arms, statistics, RNG, minimum) is saved once at the end. */
 static int fill_job(struct bso_session *s, const struct bso_bench_job *bj, int policy,
                     int64_t recurrences, int64_t *trials)
 {
     struct bso_job job;
-    int rc = make_job(&job, bj, policy);
+    int rc = bso_bench_job_start(&job, bj, policy);
     if (rc == 0)
         rc = bso_session_insert_job(s, &job);
     for (int64_t r = 0; rc == 0 && r < recurrences; r++) {
@@ -111,13 +83,6 @@ static int fill_job(struct bso_session *s, const struct bso_bench_job *bj, int p
     return rc;
 }
 
-static bool whole(const char *s, double lo, double hi, double *v)
-{
-    char *end;
-    *v = strtod(s, &end);
-    return *s && *end == '\0' && *v >= lo && *v <= hi && *v == floor(*v);
-}
-
 int main(int argc, char **argv)
 {
     const char *db = NULL;
@@ -139,15 +104,15 @@ int main(int argc, char **argv)
         const char *v = argv[++i];
         if (strcmp(a, "--database") == 0)
             db = v;
-        else if (strcmp(a, "--jobs") == 0 && whole(v, 1, 1e7, &jobs))
+        else if (strcmp(a, "--jobs") == 0 && bso_bench_whole(v, 1, 1e7, &jobs))
             continue;
-        else if (strcmp(a, "--trials-per-job") == 0 && whole(v, 0, 1e6, &per_job))
+        else if (strcmp(a, "--trials-per-job") == 0 && bso_bench_whole(v, 0, 1e6, &per_job))
             continue;
-        else if (strcmp(a, "--sizes") == 0 && whole(v, 1, BSO_BENCH_MAX_SIZES, &sizes_n))
+        else if (strcmp(a, "--sizes") == 0 && bso_bench_whole(v, 1, BSO_BENCH_MAX_SIZES, &sizes_n))
             continue;
-        else if (strcmp(a, "--epochs") == 0 && whole(v, 1, 1000, &epochs))
+        else if (strcmp(a, "--epochs") == 0 && bso_bench_whole(v, 1, 1000, &epochs))
             continue;
-        else if (strcmp(a, "--seed") == 0 && whole(v, 0, 1e15, &seed))
+        else if (strcmp(a, "--seed") == 0 && bso_bench_whole(v, 0, 1e15, &seed))
             continue;
         else if (strcmp(a, "--policy") == 0 && bso_policy_parse(v) >= 0)
             policy = bso_policy_parse(v);
@@ -167,7 +132,7 @@ int main(int argc, char **argv)
         return fail("cannot open a session"), 1;
     struct bso_bench_sizes sizes;
     bso_bench_sizes_init(&sizes, (int)sizes_n);
-    const double start = now_s();
+    const double start = bso_bench_now();
     int64_t trials = 0, since_commit = 0;
     int rc = bso_session_begin_write(s, NULL);
     for (size_t k = 0; rc == 0 && k < (size_t)jobs; k++) {
@@ -182,7 +147,7 @@ int main(int argc, char **argv)
                 rc = bso_session_begin_write(s, NULL);
             since_commit = 0;
             fprintf(stderr, "\r%zu jobs, %" PRId64 " trials, %.0f s", k + 1, trials,
-                    now_s() - start);
+                    bso_bench_now() - start);
         }
     }
     if (rc == 0)
@@ -193,7 +158,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "\nbso-bench-fill: %s\n", bso_session_errmsg(s));
     else
         fprintf(stderr, "\r%.0f jobs, %" PRId64 " trials in %.1f s\n", jobs, trials,
-                now_s() - start);
+                bso_bench_now() - start);
     bso_session_release(s);
     bso_store_close(store);
     return rc < 0 ? 1 : 0;

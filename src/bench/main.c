@@ -23,6 +23,7 @@
 #include "bench/policy_cpu.h"
 #include "bench/procstat.h"
 #include "bench/verify.h"
+#include "bench/cmdline.h"
 #include "bench/workload.h"
 #include "bso/error.h"
 
@@ -66,18 +67,11 @@ struct worker {
     bool failed; /* out of memory or no client: the run is void */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Times one request and counts it: during the timed phase, or always (the registrations that
  * come before it). */
 static void record(struct worker *w, enum endpoint ep, double start, int rc, bool always)
 {
-    const double ms = (now_s() - start) * 1e3;
+    const double ms = (bso_bench_now() - start) * 1e3;
     if (!always && atomic_load(&w->sh->stop))
         return;
     if (rc < 0) {
@@ -102,7 +96,7 @@ static void register_jobs(struct worker *w)
         if (k >= sh->opt->jobs)
             return;
         bso_bench_job_spec(&sh->jobs[k], sh->opt->policy, spec, sizeof spec);
-        const double t0 = now_s();
+        const double t0 = bso_bench_now();
         record(w, EP_REGISTER, t0, bso_api_register(w->cl, spec), true);
     }
 }
@@ -113,7 +107,7 @@ static void recurrence(struct worker *w, size_t k)
     const struct bso_bench_job *job = &w->sh->jobs[k];
     struct bso_ledger_job *lg = &w->sh->ledgers[k];
     int64_t bs, number;
-    double t0 = now_s();
+    double t0 = bso_bench_now();
     int rc = bso_api_predict(w->cl, job->id, &bs, &number);
     record(w, EP_PREDICT, t0, rc, false);
     if (rc < 0) {
@@ -131,7 +125,7 @@ static void recurrence(struct worker *w, size_t k)
     for (int64_t e = 1; e <= job->max_epochs; e++) {
         bool stop;
         const double time = per_time * (double)e;
-        t0 = now_s();
+        t0 = bso_bench_now();
         rc = bso_api_report(w->cl, job->id, bs, number, time, per_energy * (double)e,
                             bso_bench_metric(e, reach), e, &stop);
         record(w, EP_REPORT, t0, rc, false);
@@ -141,7 +135,7 @@ static void recurrence(struct worker *w, size_t k)
         if (stop)
             break;
     }
-    t0 = now_s();
+    t0 = bso_bench_now();
     record(w, EP_END, t0, bso_api_end_trial(w->cl, job->id, bs, number), false);
 }
 
@@ -162,7 +156,7 @@ static void *run_worker(void *arg)
             recurrence(w, k);
         } else if (opt->mode == MODE_PREDICT) {
             int64_t bs, number;
-            const double t0 = now_s();
+            const double t0 = bso_bench_now();
             const int rc = bso_api_predict(w->cl, sh->jobs[k].id, &bs, &number);
             record(w, EP_PREDICT, t0, rc, false);
             if (rc < 0)
@@ -171,7 +165,7 @@ static void *run_worker(void *arg)
                 w->failed = true;
         } else {
             bso_bench_job_spec(&sh->jobs[k], opt->policy, spec, sizeof spec);
-            const double t0 = now_s();
+            const double t0 = bso_bench_now();
             const int rc = bso_api_register(w->cl, spec);
             record(w, EP_REGISTER, t0, rc, false);
         }
@@ -218,13 +212,6 @@ static int fail(const char *fmt, ...)
     return 2;
 }
 
-static bool whole(const char *s, double lo, double hi, double *v)
-{
-    char *end;
-    *v = strtod(s, &end);
-    return *s && *end == '\0' && *v >= lo && *v <= hi && *v == floor(*v);
-}
-
 static int parse(int argc, char **argv, struct options *o)
 {
     *o = (struct options){.jobs = 64,
@@ -258,11 +245,11 @@ static int parse(int argc, char **argv, struct options *o)
         if (strcmp(a, "--url") == 0) {
             o->url = v;
         } else if (strcmp(a, "--jobs") == 0) {
-            if (!whole(v, 1, 10000000, &d))
+            if (!bso_bench_whole(v, 1, 10000000, &d))
                 return fail("--jobs must be a whole number from 1 to 10000000, not '%s'", v);
             o->jobs = (size_t)d;
         } else if (strcmp(a, "--concurrency") == 0) {
-            if (!whole(v, 1, 4096, &d))
+            if (!bso_bench_whole(v, 1, 4096, &d))
                 return fail("--concurrency must be a whole number from 1 to 4096, not '%s'", v);
             o->concurrency = (int)d;
         } else if (strcmp(a, "--duration") == 0) {
@@ -270,11 +257,11 @@ static int parse(int argc, char **argv, struct options *o)
             if (!*v || *end || !(o->duration_s > 0) || o->duration_s > 86400)
                 return fail("--duration must be seconds, more than 0, not '%s'", v);
         } else if (strcmp(a, "--epochs") == 0) {
-            if (!whole(v, 1, 1000, &d))
+            if (!bso_bench_whole(v, 1, 1000, &d))
                 return fail("--epochs must be a whole number from 1 to 1000, not '%s'", v);
             o->epochs = (int64_t)d;
         } else if (strcmp(a, "--sizes") == 0) {
-            if (!whole(v, 1, BSO_BENCH_MAX_SIZES, &d))
+            if (!bso_bench_whole(v, 1, BSO_BENCH_MAX_SIZES, &d))
                 return fail("--sizes must be a whole number from 1 to %d, not '%s'",
                             BSO_BENCH_MAX_SIZES, v);
             o->sizes = (int)d;
@@ -290,11 +277,11 @@ static int parse(int argc, char **argv, struct options *o)
                 return fail("--policy must be bso or zeus, not '%s'", v);
             o->policy = v;
         } else if (strcmp(a, "--seed") == 0) {
-            if (!whole(v, 0, 1e15, &d))
+            if (!bso_bench_whole(v, 0, 1e15, &d))
                 return fail("--seed must be a whole number, not '%s'", v);
             o->seed = (uint64_t)d;
         } else if (strcmp(a, "--server-pid") == 0) {
-            if (!whole(v, 1, 1e9, &d))
+            if (!bso_bench_whole(v, 1, 1e9, &d))
                 return fail("--server-pid must be a process id, not '%s'", v);
             o->server_pid = (pid_t)d;
         } else {
@@ -395,47 +382,66 @@ int main(int argc, char **argv)
         rc = bso_policy_cpu(&sh.sizes, opt.epochs, opt.duration_s, opt.seed, opt.json);
         return rc < 0 ? (fail("policy replay failed: %s", bso_strerror(rc)), 1) : 0;
     }
+    int status = 1;
+    size_t n_ledgers = 0;
+    int n_threads = 0;
     sh.jobs = calloc(opt.jobs, sizeof *sh.jobs);
     sh.ledgers = calloc(opt.jobs, sizeof *sh.ledgers);
     struct worker *ws = calloc((size_t)opt.concurrency, sizeof *ws);
-    if (!sh.jobs || !sh.ledgers || !ws)
-        return fail("out of memory"), 1;
-    for (size_t k = 0; k < opt.jobs; k++) {
-        bso_bench_job_init(&sh.jobs[k], &sh.sizes, opt.seed, k, opt.epochs);
-        if (bso_ledger_init(&sh.ledgers[k]) < 0)
-            return fail("out of memory"), 1;
+    if (!sh.jobs || !sh.ledgers || !ws) {
+        fail("out of memory");
+        goto out;
+    }
+    for (; n_ledgers < opt.jobs; n_ledgers++) {
+        bso_bench_job_init(&sh.jobs[n_ledgers], &sh.sizes, opt.seed, n_ledgers, opt.epochs);
+        if (bso_ledger_init(&sh.ledgers[n_ledgers]) < 0) {
+            fail("out of memory");
+            goto out;
+        }
     }
     for (int i = 0; i < opt.concurrency; i++) {
         ws[i].index = i;
         ws[i].sh = &sh;
-        if (bso_http_new(opt.url, &ws[i].cl) < 0)
-            return fail("--url must be http://HOST[:PORT], not '%s'", opt.url);
+        if (bso_http_new(opt.url, &ws[i].cl) < 0) {
+            fail("out of memory");
+            goto out;
+        }
     }
     /* A server we cannot reach fails at once, clearly. */
-    if (bso_api_get(ws[0].cl, "/jobs/batch_size?job_id=bso-bench-probe") == BSO_ENET)
-        return fail("cannot reach %s: %s", opt.url, bso_http_errmsg(ws[0].cl)), 1;
+    if (bso_api_get(ws[0].cl, "/jobs/batch_size?job_id=bso-bench-probe") == BSO_ENET) {
+        fail("cannot reach %s: %s", opt.url, bso_http_errmsg(ws[0].cl));
+        goto out;
+    }
 
     struct bso_procstat ps0 = {0}, ps1 = {0};
     const bool have_ps = opt.server_pid > 0 && bso_procstat_read(opt.server_pid, &ps0) == 0;
-    if (opt.server_pid > 0 && !have_ps)
-        return fail("cannot read /proc/%d (is the server running?)", (int)opt.server_pid), 1;
+    if (opt.server_pid > 0 && !have_ps) {
+        fail("cannot read /proc/%d (is the server running?)", (int)opt.server_pid);
+        goto out;
+    }
 
-    const double reg_start = now_s();
-    for (int i = 0; i < opt.concurrency; i++)
-        if (pthread_create(&ws[i].thread, NULL, run_worker, &ws[i]) != 0)
-            return fail("cannot start client thread %d", i), 1;
+    const double reg_start = bso_bench_now();
+    for (; n_threads < opt.concurrency; n_threads++)
+        if (pthread_create(&ws[n_threads].thread, NULL, run_worker, &ws[n_threads]) != 0) {
+            fail("cannot start client thread %d", n_threads);
+            atomic_store(&sh.stop, true);
+            atomic_store(&sh.next_register, opt.jobs + (size_t)opt.concurrency);
+            for (int i = 0; i < n_threads; i++)
+                pthread_join(ws[i].thread, NULL);
+            goto out;
+        }
     /* The timed phase starts when every job is registered: each worker bumps the counter once
      * more when it finds none left. */
     while (atomic_load(&sh.next_register) < opt.jobs + (size_t)opt.concurrency)
         usleep(100);
-    const double start = now_s(), reg_elapsed = start - reg_start;
+    const double start = bso_bench_now(), reg_elapsed = start - reg_start;
     if (have_ps)
         bso_procstat_read(opt.server_pid, &ps0);
     struct timespec nap = {(time_t)opt.duration_s,
                            (long)((opt.duration_s - floor(opt.duration_s)) * 1e9)};
     nanosleep(&nap, NULL);
     atomic_store(&sh.stop, true);
-    const double elapsed = now_s() - start;
+    const double elapsed = bso_bench_now() - start;
     if (have_ps)
         bso_procstat_read(opt.server_pid, &ps1);
     struct bso_procstat ps = {.peak_rss_mb = ps1.peak_rss_mb, .cpu_s = ps1.cpu_s - ps0.cpu_s};
@@ -461,8 +467,10 @@ int main(int argc, char **argv)
     }
     if (opt.mode == MODE_REGISTER)
         bso_latency_merge(&t.all, &t.lat[EP_REGISTER]);
-    if (void_run)
-        return fail("out of memory during the run"), 1;
+    if (void_run) {
+        fail("out of memory during the run");
+        goto free_totals;
+    }
     for (int ep = 0; ep < EP_N; ep++)
         bso_latency_sort(&t.lat[ep]);
     bso_latency_sort(&t.all);
@@ -481,16 +489,18 @@ int main(int argc, char **argv)
     else
         print_text(&opt, &t, elapsed, reg_elapsed, &ps, have_ps, verified);
 
-    const bool bad = opt.verify && (verified != 0 || t.n_errors > 0 || t.errors[EP_REGISTER]);
-    for (int i = 0; i < opt.concurrency; i++)
-        bso_http_free(ws[i].cl);
+    status = opt.verify && (verified != 0 || t.n_errors > 0 || t.errors[EP_REGISTER]) ? 1 : 0;
+free_totals:
     for (int ep = 0; ep < EP_N; ep++)
         bso_latency_free(&t.lat[ep]);
     bso_latency_free(&t.all);
-    for (size_t k = 0; k < opt.jobs; k++)
+out:
+    for (int i = 0; ws && i < opt.concurrency; i++)
+        bso_http_free(ws[i].cl);
+    for (size_t k = 0; k < n_ledgers; k++)
         bso_ledger_free(&sh.ledgers[k]);
     free(sh.ledgers);
     free(sh.jobs);
     free(ws);
-    return bad ? 1 : 0;
+    return status;
 }

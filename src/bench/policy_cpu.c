@@ -34,26 +34,6 @@ static void count(struct tally *t, int kind, double s)
         t->max_s[kind] = s;
 }
 
-static int start(struct bso_job *job, const struct bso_bench_job *bj, int policy)
-{
-    struct bso_job_spec spec;
-    struct bso_spec_errors errs = {0};
-    bso_job_spec_defaults(&spec);
-    bso_job_spec_set_text(&spec, BSO_SPEC_JOB_ID_PREFIX, "bench", 5, &errs);
-    bso_job_spec_set_text(&spec, BSO_SPEC_GPU_MODEL, "bench-gpu", 9, &errs);
-    bso_job_spec_set_batch_sizes(&spec, bj->sizes->v, (size_t)bj->sizes->n, &errs);
-    spec.default_batch_size = bj->sizes->default_size;
-    spec.target_metric = 0.5;
-    spec.max_epochs = bj->max_epochs;
-    spec.max_power = 300;
-    spec.number_of_gpus = 1;
-    spec.has_mab_seed = true;
-    spec.mab_seed = (int64_t)(bj->seed % 1000000);
-    spec.policy = policy;
-    int rc = bso_job_spec_validate(&spec, &errs);
-    return rc < 0 ? rc : bso_job_init(job, &spec, NULL, 0);
-}
-
 /* Runs recurrences of successive jobs under policy for about `seconds` of CPU. */
 static int replay(const struct bso_bench_sizes *sizes, int64_t max_epochs, double seconds,
                   uint64_t seed, int policy, struct tally *t)
@@ -64,7 +44,7 @@ static int replay(const struct bso_bench_sizes *sizes, int64_t max_epochs, doubl
     const double begin = thread_cpu_s();
     for (size_t k = 0; thread_cpu_s() - begin < seconds; k++) {
         bso_bench_job_init(&bj, sizes, seed, k, max_epochs);
-        int rc = start(&job, &bj, policy);
+        int rc = bso_bench_job_start(&job, &bj, policy);
         if (rc < 0)
             return rc;
         /* 100 recurrences per job: exploration, then mostly the bandit. */

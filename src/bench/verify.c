@@ -38,9 +38,7 @@ static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_jo
         int rc = bso_api_get(cl, path);
         if (rc < 0)
             return rc;
-        size_t len;
-        const char *body = bso_http_body(cl, &len);
-        json_t *page = json_loadb(body, len, 0, NULL);
+        json_t *page = bso_api_json(cl);
         json_t *rows = json_object_get(page, "trials");
         if (!json_is_array(rows)) {
             json_decref(page);

@@ -3,6 +3,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "core/job.h"
+#include "core/spec.h"
 
 /* splitmix64: a small, good mixer for deterministic per-(job, trial) noise. */
 static uint64_t mix(uint64_t x)
@@ -61,6 +65,27 @@ int bso_bench_job_spec(const struct bso_bench_job *j, const char *policy, char *
                      j->id, sizes, (long long)j->sizes->default_size, (long long)j->max_epochs,
                      (unsigned long long)(j->seed % 1000000), extra);
     return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+int bso_bench_job_start(struct bso_job *job, const struct bso_bench_job *j, int policy)
+{
+    struct bso_job_spec spec;
+    struct bso_spec_errors errs = {0};
+    bso_job_spec_defaults(&spec);
+    bso_job_spec_set_text(&spec, BSO_SPEC_JOB_ID, j->id, strlen(j->id), &errs);
+    bso_job_spec_set_text(&spec, BSO_SPEC_JOB_ID_PREFIX, "bench", 5, &errs);
+    bso_job_spec_set_text(&spec, BSO_SPEC_GPU_MODEL, "bench-gpu", 9, &errs);
+    bso_job_spec_set_batch_sizes(&spec, j->sizes->v, (size_t)j->sizes->n, &errs);
+    spec.default_batch_size = j->sizes->default_size;
+    spec.target_metric = 0.5;
+    spec.max_epochs = j->max_epochs;
+    spec.max_power = 300;
+    spec.number_of_gpus = 1;
+    spec.has_mab_seed = true;
+    spec.mab_seed = (int64_t)(j->seed % 1000000); /* as in bso_bench_job_spec */
+    spec.policy = policy;
+    int rc = bso_job_spec_validate(&spec, &errs);
+    return rc < 0 ? rc : bso_job_init(job, &spec, NULL, 0);
 }
 
 void bso_bench_run(const struct bso_bench_job *j, int64_t batch_size, int64_t trial,

@@ -39,6 +39,12 @@ void bso_bench_job_init(struct bso_bench_job *j, const struct bso_bench_sizes *s
  * (the server's default). 0, or -1 when buf is too small. */
 int bso_bench_job_spec(const struct bso_bench_job *j, const char *policy, char *buf, size_t cap);
 
+struct bso_job;
+
+/* Starts j in-process as the server would after registering bso_bench_job_spec(j, policy):
+ * the same specification, seeded the same way. 0, or a negative BSO_E* code. */
+int bso_bench_job_start(struct bso_job *job, const struct bso_bench_job *j, int policy);
+
 /* One run of j at batch_size for trial `trial`: the epoch at which it reaches the target
  * (0: never, within max_epochs) and its time (s) and energy (J) per epoch. */
 void bso_bench_run(const struct bso_bench_job *j, int64_t batch_size, int64_t trial,
