@@ -71,6 +71,11 @@ static int set_max_connections(struct bso_config *c, const char *v, char *why, s
     return set_int(&c->max_connections, v, 1, 1000000, why, cap);
 }
 
+static int set_db_connections(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->db_connections, v, 0, 4096, why, cap);
+}
+
 static int set_timeout(struct bso_config *c, const char *v, char *why, size_t cap)
 {
     return set_int(&c->timeout_s, v, 1, 86400, why, cap);
@@ -147,6 +152,10 @@ static const struct option options[] = {
      set_max_body},
     {"--max-connections", "BSO_MAX_CONNECTIONS", NULL, "N",
      "simultaneous connections (default 1024)", set_max_connections},
+    {"--db-connections", "BSO_DB_CONNECTIONS", NULL, "N",
+     "database connections the worker threads share; 0: one each (default 0). Fewer "
+     "connections keep their page caches warm at the price of waiting for one",
+     set_db_connections},
     {"--timeout", "BSO_TIMEOUT", NULL, "SECONDS", "idle connection timeout (default 60)",
      set_timeout},
 };
@@ -199,6 +208,7 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
     snprintf(cfg->host, sizeof cfg->host, "127.0.0.1");
     cfg->port = 8000;
     cfg->default_policy = BSO_POLICY_BSO;
+    cfg->db_connections = 0;
     cfg->log_level = BSO_LOG_INFO;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cfg->threads = cpus > 0 ? (int)cpus : 2;

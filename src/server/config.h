@@ -24,7 +24,8 @@ struct bso_config {
     int default_policy; /* enum bso_policy: for jobs registered without a "policy" field */
     size_t max_body;    /* bytes */
     int max_connections;
-    int timeout_s; /* idle connection timeout */
+    int db_connections; /* 0: one per worker thread */
+    int timeout_s;      /* idle connection timeout */
     /* What to do: serve, or migrate. */
     enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_HELP, BSO_CMD_VERSION } command;
     bool migrate_sql; /* print the migration SQL instead of applying it */

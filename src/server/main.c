@@ -25,7 +25,8 @@ static int migrate(const struct bso_config *cfg)
         fputs(sql, stdout);
         return 0;
     }
-    struct bso_store_options opt = {.durability = cfg->durability};
+    struct bso_store_options opt = {.durability = cfg->durability,
+                                    .connections = cfg->db_connections};
     struct bso_store *store;
     char err[512];
     if (bso_store_open(cfg->database, &opt, &store, err, sizeof err) < 0) {
@@ -47,7 +48,8 @@ static int serve(const struct bso_config *cfg)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct bso_store_options opt = {.durability = cfg->durability};
+    struct bso_store_options opt = {.durability = cfg->durability,
+                                    .connections = cfg->db_connections};
     struct bso_store *store;
     char err[512];
     if (bso_store_open(cfg->database, &opt, &store, err, sizeof err) < 0) {

@@ -442,7 +442,8 @@ static int be_session_limit(void *backend)
 {
     /* Shared-cache memory databases lock per table and would need unlock notification to
      * share; one connection is plenty for tests and demos. */
-    return ((struct backend *)backend)->memory ? 1 : 0;
+    const struct backend *b = backend;
+    return b->memory ? 1 : b->opt.connections;
 }
 
 static const char *be_migrations_sql(void)

@@ -27,6 +27,7 @@ enum bso_durability {
 struct bso_store_options {
     enum bso_durability durability;
     int busy_timeout_ms; /* how long a writer waits for the lock; 0 picks a default */
+    int connections;     /* database connections the sessions share; 0: one per session */
 };
 
 /* Parses a database URL (SQLAlchemy style: sqlite:///relative.db, sqlite:////abs.db,

@@ -29,6 +29,10 @@ class Concurrency(unittest.TestCase):
         """--durability full: writers share one transaction per batch (group commit)."""
         self.hammer(["--durability", "full", "--threads", "16"])
 
+    def test_hammer_one_connection(self):
+        """--db-connections 1: every worker thread waits its turn for one connection."""
+        self.hammer(["--db-connections", "1", "--threads", "8"])
+
     def hammer(self, args):
         with Server(args=args, env={"BSO_DEFAULT_POLICY": "zeus"}) as srv:
             jobs = []
