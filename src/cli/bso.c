@@ -519,7 +519,8 @@ static int cmd_help(struct ctx *c);
 
 static const struct command commands[] = {
     {"jobs", 0, true, "", "list the server's jobs", cmd_jobs},
-    {"show", 1, true, "JOB", "a job's stage, best batch size so far, and arms", cmd_show},
+    {"show", 1, true, "JOB",
+     "a job's stage, best batch size so far, and what the policy knows of each size", cmd_show},
     {"trials", 1, true, "JOB", "every trial of a job", cmd_trials},
     {"register", 1, true, "SPEC.json", "register a job from a JSON spec (- reads standard input)",
      cmd_register},
