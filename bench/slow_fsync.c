@@ -26,7 +26,7 @@ static void pause_us(void)
     nanosleep(&ts, NULL);
 }
 
-int fsync(int fd)
+__attribute__((visibility("default"))) int fsync(int fd)
 {
     static int (*real)(int);
     if (!real)
@@ -35,7 +35,7 @@ int fsync(int fd)
     return real(fd);
 }
 
-int fdatasync(int fd)
+__attribute__((visibility("default"))) int fdatasync(int fd)
 {
     static int (*real)(int);
     if (!real)

@@ -389,7 +389,7 @@ static int be_open(const char *target, const struct bso_store_options *opt, void
     } else {
         snprintf(b->path, sizeof b->path, "%s", target);
     }
-    sqlite3 *db;
+    sqlite3 *db = NULL; /* connect() leaves it NULL when it fails */
     int rc = connect(b, &db, err, errcap);
     if (rc == 0)
         rc = migrate(db, err, errcap);
