@@ -138,7 +138,9 @@ static const struct option options[] = {
      "debug, info, warn or error (default info)", set_log_level},
     {"--log-format", "BSO_LOG_FORMAT", NULL, "FMT", "text or json lines (default text)",
      set_log_format},
-    {"--threads", "BSO_THREADS", NULL, "N", "worker threads (default: the number of CPUs)",
+    {"--threads", "BSO_THREADS", NULL, "N",
+     "worker threads (default: the number of CPUs; with --durability full every connection "
+     "has its own)",
      set_threads},
     {"--durability", "BSO_DURABILITY", NULL, "MODE",
      "normal (WAL, survives a crash) or full (fsync per commit, survives power loss); "

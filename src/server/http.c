@@ -185,13 +185,17 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
     srv->store = store;
     srv->cfg = *cfg;
     /* ITC lets MHD_quiesce_daemon wake the workers for a clean stop. */
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    /* Under group commit a request waits for its batch's fsync, and would hold up every other
+     * connection of a shared thread: each connection gets a thread of its own then. */
+    const bool per_connection = cfg->durability == BSO_DURABILITY_FULL;
+    flags |= per_connection ? MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL : MHD_USE_EPOLL;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* One thread: MHD's polling thread alone (it warns about a pool of one). */
+    const bool pooled = !per_connection && cfg->threads > 1;
     struct MHD_OptionItem pool[] = {
-        {cfg->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, cfg->threads, NULL},
+        {pooled ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, cfg->threads, NULL},
         {MHD_OPTION_END, 0, NULL}};
     /* The logger must be the first option, or MHD logs its first messages its own way. An
      * 8 KiB pool per connection holds its headers: bodies are copied out as they arrive. */
