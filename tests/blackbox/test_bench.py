@@ -5,12 +5,14 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import threading
 import unittest
 
 from harness import Server
 
 BENCH = os.environ.get("BSO_BENCH_BIN", "bso-bench")
+FILL = os.environ.get("BSO_BENCH_FILL_BIN", "bso-bench-fill")
 
 
 def bench(*args):
@@ -74,6 +76,33 @@ class Bench(unittest.TestCase):
             for c in calls.values():
                 self.assertGreater(c["calls"], 0)
                 self.assertTrue(0 < c["mean"] <= c["max"], c)
+
+    def test_fill_then_bench(self):
+        """bso-bench-fill writes bso-bench's own jobs with history: the bench re-registers
+        them unchanged (200, not 409), carries on from their last trial, and verifies."""
+        with tempfile.TemporaryDirectory() as d:
+            db = "sqlite:///%s/filled.db" % d
+            out = subprocess.run([FILL, "--database", db, "--jobs", "12", "--trials-per-job",
+                                  "30", "--epochs", "6"], capture_output=True, text=True,
+                                 timeout=120)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("12 jobs, 360 trials", out.stderr)
+            with Server(database=db) as srv:
+                before = srv.request("GET", "/jobs/bench-000003/trials?limit=1000")[1]["trials"]
+                self.assertEqual(len(before), 30)
+                self.assertIn("MAB", {j["stage"] for j in srv.request("GET", "/jobs")[1]["jobs"]})
+                out = bench("--url", "http://127.0.0.1:%d" % srv.port, "--duration", "1",
+                            "--jobs", "12", "--concurrency", "3", "--epochs", "6", "--verify",
+                            "--json")
+                self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+                r = json.loads(out.stdout)
+                self.assertEqual((r["errors"], r["verify_problems"]), (0, 0))
+                after = srv.request("GET", "/jobs/bench-000003/trials?limit=1000")[1]["trials"]
+                self.assertGreater(len(after), 30)
+                self.assertEqual([t["trial_number"] for t in after], list(range(1, len(after) + 1)))
+        out = subprocess.run([FILL, "--jobs", "3"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--database is required", out.stderr)
 
     def test_only_predict(self):
         r = self.run_against_server("--only", "predict")[0]
