@@ -112,6 +112,29 @@ static double epochs_bound(const struct bso_job *job, size_t i)
     return lb;
 }
 
+/* A weighted least-squares line y = icpt + slope * x, accumulated point by point. */
+struct line_fit {
+    double w, x, y, xx, xy;
+    int points;
+};
+
+static void fit_add(struct line_fit *f, double x, double y, double w)
+{
+    f->w += w;
+    f->x += w * x;
+    f->y += w * y;
+    f->xx += w * x * x;
+    f->xy += w * x * y;
+    f->points++;
+}
+
+/* The slope, or `otherwise` with fewer than two distinct x. */
+static double fit_slope(const struct line_fit *f, double otherwise)
+{
+    const double den = f->w * f->xx - f->x * f->x;
+    return f->points >= 2 && den > 0 ? (f->w * f->xy - f->x * f->y) / den : otherwise;
+}
+
 /* A central estimate of the epochs size i needs: E(a) * (b / a)^s from the nearest size a (in
  * log2) that reached the target, where s is the scaling exponent fitted (least squares on
  * log epochs against log batch size) over the sizes that reached it, clamped to [0, 1] between
@@ -119,8 +142,8 @@ static double epochs_bound(const struct bso_job *job, size_t i)
  * an exploring run's first epoch; stopping later uses the optimistic epochs_bound. */
 static double epochs_estimate(const struct bso_job *job, size_t i)
 {
-    int near = -1, n = 0;
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int near = -1;
+    struct line_fit fit = {0};
     const double x = log2((double)job->spec.batch_sizes[i]);
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
         const struct bso_bs_stat *sa = &job->stats[a];
@@ -131,21 +154,13 @@ static double epochs_estimate(const struct bso_job *job, size_t i)
             continue;
         const double xa = log2((double)job->spec.batch_sizes[a]);
         const double ya = log2(sa->successes > 0 ? mean_epochs(sa) : sa->censored_epochs + 1);
-        sx += xa;
-        sy += ya;
-        sxx += xa * xa;
-        sxy += xa * ya;
-        n++;
+        fit_add(&fit, xa, ya, 1);
         if (sa->successes > 0 &&
             (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x)))
             near = (int)a;
     }
-    double slope = 0.5;
-    const double den = (double)n * sxx - sx * sx;
-    if (n >= 2 && den > 0) {
-        slope = ((double)n * sxy - sx * sy) / den;
-        slope = slope < 0 ? 0 : slope > 1 ? 1 : slope;
-    }
+    double slope = fit_slope(&fit, 0.5);
+    slope = slope < 0 ? 0 : slope > 1 ? 1 : slope;
     const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near];
     return mean_epochs(&job->stats[near]) * pow(ratio, slope);
 }
@@ -291,24 +306,16 @@ void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, do
     const double cv2 = sq / dof;
     /* Sizes share a smooth curve of epochs against batch size: a line in log-log, weighted
      * by runs, over the sizes that reached the target. */
-    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-    int k = 0;
+    struct line_fit fit = {0};
     for (size_t i = 0; i < n; i++) {
         const struct bso_bs_stat *s = &job->stats[i];
-        if (s->successes == 0)
-            continue;
-        const double w = (double)s->successes, x = log2((double)job->spec.batch_sizes[i]);
-        const double y = log(mean_epochs(s));
-        sw += w;
-        sx += w * x;
-        sy += w * y;
-        sxx += w * x * x;
-        sxy += w * x * y;
-        k++;
+        if (s->successes > 0)
+            fit_add(&fit, log2((double)job->spec.batch_sizes[i]), log(mean_epochs(s)),
+                    (double)s->successes);
     }
-    const double den = sw * sxx - sx * sx;
-    const double slope = k >= 2 && den > 0 ? (sw * sxy - sx * sy) / den : 0;
-    const double icpt = sw > 0 ? (sy - slope * sx) / sw : 0;
+    const int k = fit.points;
+    const double slope = fit_slope(&fit, 0);
+    const double icpt = fit.w > 0 ? (fit.y - slope * fit.x) / fit.w : 0;
     /* How far sizes scatter about the line beyond their own noise: PRIOR_SCATTER until a
      * third size can tell, never below MIN_SCATTER. */
     double scatter = PRIOR_SCATTER * PRIOR_SCATTER;
@@ -333,8 +340,8 @@ void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, do
             continue;
         }
         const double own = (double)s->successes / cv2, line = 1 / scatter;
-        const double fit = icpt + slope * log2((double)job->spec.batch_sizes[i]);
-        mean_log[i] = (own * log(mean_epochs(s)) + line * fit) / (own + line);
+        const double on_line = icpt + slope * log2((double)job->spec.batch_sizes[i]);
+        mean_log[i] = (own * log(mean_epochs(s)) + line * on_line) / (own + line);
         sd_log[i] = 1 / sqrt(own + line);
     }
 }
