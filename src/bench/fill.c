@@ -51,14 +51,9 @@ static int fill_job(struct bso_session *s, const struct bso_bench_job *bj, int p
         all |= changed;
         if ((rc = bso_session_save(s, &job, BSO_CHANGED_TRIAL, &trial, true, 0)) < 0)
             break;
-        int64_t reach;
-        double per_time, per_energy;
-        bso_bench_run(bj, trial.batch_size, trial.number, &reach, &per_time, &per_energy);
+        const struct bso_bench_run run = bso_bench_run(bj, trial.batch_size, trial.number);
         for (int64_t e = 1; e <= bj->max_epochs; e++) {
-            const struct bso_report rep = {.time = per_time * (double)e,
-                                           .energy = per_energy * (double)e,
-                                           .metric = bso_bench_metric(e, reach),
-                                           .current_epoch = e};
+            const struct bso_report rep = bso_bench_report(&run, e);
             struct bso_decision d;
             if (bso_job_report(&job, &trial, &rep, &d, &changed, &arm) < 0)
                 break; /* a late pruning trial: Zeus refuses it, the run just ends */

@@ -26,6 +26,7 @@
 #include "bench/cmdline.h"
 #include "bench/workload.h"
 #include "bso/error.h"
+#include "core/report.h"
 
 enum endpoint { EP_REGISTER, EP_PREDICT, EP_REPORT, EP_END, EP_N };
 static const char *const ep_names[EP_N] = {"register", "predict", "report", "end_trial"};
@@ -119,19 +120,16 @@ static void recurrence(struct worker *w, size_t k)
         w->failed = true;
         return;
     }
-    int64_t reach;
-    double per_time, per_energy;
-    bso_bench_run(job, bs, number, &reach, &per_time, &per_energy);
+    const struct bso_bench_run run = bso_bench_run(job, bs, number);
     for (int64_t e = 1; e <= job->max_epochs; e++) {
         bool stop;
-        const double time = per_time * (double)e;
+        const struct bso_report rep = bso_bench_report(&run, e);
         t0 = bso_bench_now();
-        rc = bso_api_report(w->cl, job->id, bs, number, time, per_energy * (double)e,
-                            bso_bench_metric(e, reach), e, &stop);
+        rc = bso_api_report(w->cl, job->id, bs, number, rep.time, rep.energy, rep.metric, e, &stop);
         record(w, EP_REPORT, t0, rc, false);
         if (rc < 0)
             break; /* as a training script would: give up on the run, end the trial */
-        bso_ledger_report(lg, slot, time, stop);
+        bso_ledger_report(lg, slot, rep.time, stop);
         if (stop)
             break;
     }

@@ -61,14 +61,9 @@ static int replay(const struct bso_bench_sizes *sizes, int64_t max_epochs, doubl
                 bso_job_clear(&job);
                 return rc;
             }
-            int64_t reach;
-            double per_time, per_energy;
-            bso_bench_run(&bj, trial.batch_size, trial.number, &reach, &per_time, &per_energy);
+            const struct bso_bench_run run = bso_bench_run(&bj, trial.batch_size, trial.number);
             for (int64_t e = 1; e <= max_epochs; e++) {
-                const struct bso_report rep = {.time = per_time * (double)e,
-                                               .energy = per_energy * (double)e,
-                                               .metric = bso_bench_metric(e, reach),
-                                               .current_epoch = e};
+                const struct bso_report rep = bso_bench_report(&run, e);
                 struct bso_decision d;
                 size_t arm;
                 t0 = thread_cpu_s();

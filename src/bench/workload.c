@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/job.h"
+#include "core/report.h"
 #include "core/spec.h"
 
 /* splitmix64: a small, good mixer for deterministic per-(job, trial) noise. */
@@ -88,26 +89,33 @@ int bso_bench_job_start(struct bso_job *job, const struct bso_bench_job *j, int 
     return rc < 0 ? rc : bso_job_init(job, &spec, NULL, 0);
 }
 
-void bso_bench_run(const struct bso_bench_job *j, int64_t batch_size, int64_t trial,
-                   int64_t *reach_epoch, double *epoch_time, double *epoch_energy)
+struct bso_bench_run bso_bench_run(const struct bso_bench_job *j, int64_t batch_size, int64_t trial)
 {
+    struct bso_bench_run run;
     const double x = log2((double)batch_size);
     const uint64_t r = mix(j->seed ^ mix((uint64_t)trial * 131 + (uint64_t)batch_size));
     /* Epochs grow with the distance (in octaves) from the job's best size: a third of the cap
      * at the best, the cap about four octaves away, and +-15% from run to run. */
     const double far = fabs(x - j->best_log2);
     const double epochs = (double)j->max_epochs * (0.35 + 0.16 * far) * (0.85 + 0.3 * unit(r));
-    *reach_epoch = epochs <= (double)j->max_epochs ? (int64_t)ceil(epochs) : 0;
-    if (*reach_epoch < 1 && epochs <= (double)j->max_epochs)
-        *reach_epoch = 1;
+    run.reach_epoch = epochs <= (double)j->max_epochs ? (int64_t)ceil(epochs) : 0;
+    if (run.reach_epoch < 1 && epochs <= (double)j->max_epochs)
+        run.reach_epoch = 1;
     /* Larger batches are faster per epoch, with diminishing returns; power grows with them. */
-    *epoch_time = 30.0 * (0.25 + 16.0 / (double)batch_size);
-    *epoch_energy = *epoch_time * (150.0 + 15.0 * (x - 4.0));
+    run.epoch_time = 30.0 * (0.25 + 16.0 / (double)batch_size);
+    run.epoch_energy = run.epoch_time * (150.0 + 15.0 * (x - 4.0));
+    return run;
 }
 
-double bso_bench_metric(int64_t epoch, int64_t reach_epoch)
+struct bso_report bso_bench_report(const struct bso_bench_run *run, int64_t epoch)
 {
-    if (reach_epoch <= 0)
-        return 0.4 * (1.0 - 1.0 / (double)(epoch + 1)); /* never reaches 0.5 */
-    return epoch >= reach_epoch ? 0.5 : 0.5 * (double)epoch / (double)(reach_epoch + 1);
+    const int64_t reach = run->reach_epoch;
+    const double e = (double)epoch;
+    const double metric = reach <= 0       ? 0.4 * (1.0 - 1.0 / (e + 1)) /* never reaches 0.5 */
+                          : epoch >= reach ? 0.5
+                                           : 0.5 * e / (double)(reach + 1);
+    return (struct bso_report){.time = run->epoch_time * e,
+                               .energy = run->epoch_energy * e,
+                               .metric = metric,
+                               .current_epoch = epoch};
 }

@@ -40,17 +40,25 @@ void bso_bench_job_init(struct bso_bench_job *j, const struct bso_bench_sizes *s
 int bso_bench_job_spec(const struct bso_bench_job *j, const char *policy, char *buf, size_t cap);
 
 struct bso_job;
+struct bso_report;
 
 /* Starts j in-process as the server would after registering bso_bench_job_spec(j, policy):
  * the same specification, seeded the same way. 0, or a negative BSO_E* code. */
 int bso_bench_job_start(struct bso_job *job, const struct bso_bench_job *j, int policy);
 
-/* One run of j at batch_size for trial `trial`: the epoch at which it reaches the target
- * (0: never, within max_epochs) and its time (s) and energy (J) per epoch. */
-void bso_bench_run(const struct bso_bench_job *j, int64_t batch_size, int64_t trial,
-                   int64_t *reach_epoch, double *epoch_time, double *epoch_energy);
+/* One run: the epoch at which it reaches the target (0: never, within max_epochs) and its
+ * time (s) and energy (J) per epoch. */
+struct bso_bench_run {
+    int64_t reach_epoch;
+    double epoch_time, epoch_energy;
+};
 
-/* The metric the run reports after `epoch` epochs: the target (0.5) exactly at reach_epoch. */
-double bso_bench_metric(int64_t epoch, int64_t reach_epoch);
+/* The run of j at batch_size for trial `trial`. */
+struct bso_bench_run bso_bench_run(const struct bso_bench_job *j, int64_t batch_size,
+                                   int64_t trial);
+
+/* What the run reports after `epoch` epochs: cumulative time and energy, and the metric, which
+ * is the target (0.5) exactly from reach_epoch on. */
+struct bso_report bso_bench_report(const struct bso_bench_run *run, int64_t epoch);
 
 #endif
