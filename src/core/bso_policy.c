@@ -418,15 +418,17 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
     }
     if (g >= 0 && rep->current_epoch > 0) {
         const double best = expected_cost(&job->stats[g]);
-        if (s->successes == 0 && rep->current_epoch == 1 &&
-            judged_epochs(job, i) * out->cost / (s->runs == 0 ? warm_up(job) : 1) > best) {
+        if (s->successes == 0 && rep->current_epoch == 1) {
             /* Exploring, first epoch: its cost per epoch is now measured; go on only if the
              * central estimate of its total beats the best. */
-            snprintf(out->message, sizeof out->message,
-                     "Batch size %lld is not promising: about %.6g expected against %.6g",
-                     (long long)job->spec.batch_sizes[i],
-                     judged_epochs(job, i) * out->cost / (s->runs == 0 ? warm_up(job) : 1), best);
-            return;
+            const double total =
+                judged_epochs(job, i) * out->cost / (s->runs == 0 ? warm_up(job) : 1);
+            if (total > best) {
+                snprintf(out->message, sizeof out->message,
+                         "Batch size %lld is not promising: about %.6g expected against %.6g",
+                         (long long)job->spec.batch_sizes[i], total, best);
+                return;
+            }
         }
         if (s->successes == 0) {
             /* Exploring: what it has spent is spent. Going on costs its expected remaining
