@@ -76,6 +76,11 @@ static int set_db_connections(struct bso_config *c, const char *v, char *why, si
     return set_int(&c->db_connections, v, 0, 4096, why, cap);
 }
 
+static int set_cache_mb(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->cache_mb, v, 0, 1 << 20, why, cap);
+}
+
 static int set_timeout(struct bso_config *c, const char *v, char *why, size_t cap)
 {
     return set_int(&c->timeout_s, v, 1, 86400, why, cap);
@@ -158,6 +163,10 @@ static const struct option options[] = {
      "database connections the worker threads share; 0: one each (default 0). Fewer "
      "connections keep their page caches warm at the price of waiting for one",
      set_db_connections},
+    {"--cache-mb", "BSO_CACHE_MB", NULL, "N",
+     "memory in MiB for the jobs kept in memory, so reads skip the database (SQLite, "
+     "--durability normal); 0: none (default 8)",
+     set_cache_mb},
     {"--timeout", "BSO_TIMEOUT", NULL, "SECONDS", "idle connection timeout (default 60)",
      set_timeout},
 };
@@ -217,6 +226,7 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
     cfg->max_body = 1024 * 1024;
     cfg->max_connections = 1024;
     cfg->timeout_s = 60;
+    cfg->cache_mb = 8;
 
     struct bso_dotenv env;
     const char *path = dotenv_path ? dotenv_path : ".env";

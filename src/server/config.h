@@ -26,6 +26,7 @@ struct bso_config {
     int max_connections;
     int db_connections; /* 0: one per worker thread */
     int timeout_s;      /* idle connection timeout */
+    int cache_mb;       /* memory for jobs kept in memory; 0: none */
     /* What to do: serve, or migrate. */
     enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_HELP, BSO_CMD_VERSION } command;
     bool migrate_sql; /* print the migration SQL instead of applying it */

@@ -49,7 +49,8 @@ static int serve(const struct bso_config *cfg)
     signal(SIGPIPE, SIG_IGN);
 
     struct bso_store_options opt = {.durability = cfg->durability,
-                                    .connections = cfg->db_connections};
+                                    .connections = cfg->db_connections,
+                                    .cache_bytes = (size_t)cfg->cache_mb << 20};
     struct bso_store *store;
     char err[512];
     if (bso_store_open(cfg->database, &opt, &store, err, sizeof err) < 0) {

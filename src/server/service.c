@@ -179,36 +179,22 @@ int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial 
     return finish(s, rc, "predict", msg);
 }
 
-/* Which of the pair load_pair did not find. */
-enum missing { MISSING_NONE, MISSING_JOB, MISSING_TRIAL };
-
 /* Loads the job and the trial a client names. BSO_ENOTFOUND with *missing set when either is
  * unknown (the caller words Zeus's message: formatting it costs more than the lookup, so it
  * is done only then). */
 static int load_pair(struct bso_session *s, const struct bso_trial_key *key, unsigned load,
-                     struct bso_job *job, struct bso_trial *trial, enum missing *missing, char *msg)
+                     struct bso_job *job, struct bso_trial *trial, enum bso_missing *missing,
+                     char *msg)
 {
-    *missing = MISSING_NONE;
-    int rc = bso_session_load_job(s, key->job_id, load, job);
-    if (rc == BSO_ENOTFOUND) {
-        *missing = MISSING_JOB;
-        return rc;
-    }
-    if (rc < 0)
-        return db_error(s, rc, "load job", msg);
-    rc = bso_session_load_trial(s, key->job_id, key->trial_number, trial);
-    if (rc == 0 && trial->batch_size != key->batch_size)
-        rc = BSO_ENOTFOUND;
-    if (rc == BSO_ENOTFOUND) {
+    int rc = bso_session_load_pair(s, key->job_id, load, job, key->trial_number, trial, missing);
+    if (rc == 0 && trial->batch_size != key->batch_size) {
         bso_job_clear(job);
-        *missing = MISSING_TRIAL;
-        return rc;
+        *missing = BSO_MISSING_TRIAL;
+        return BSO_ENOTFOUND;
     }
-    if (rc < 0) {
-        bso_job_clear(job);
-        return db_error(s, rc, "load trial", msg);
-    }
-    return 0;
+    if (rc < 0 && *missing == BSO_MISSING_NONE)
+        return db_error(s, rc, "load", msg);
+    return rc;
 }
 
 /* Runs attempt() first in a read transaction, which other requests do not wait for. A request
@@ -248,11 +234,11 @@ static int report_attempt(struct bso_session *s, void *ctx, bool write, unsigned
     const struct bso_report *rep = c->rep;
     struct bso_job job;
     struct bso_trial trial;
-    enum missing missing;
+    enum bso_missing missing;
     int rc = load_pair(s, key, BSO_LOAD_ARMS, &job, &trial, &missing, msg);
-    if (missing == MISSING_JOB)
+    if (missing == BSO_MISSING_JOB)
         return say(msg, rc, "Unknown job %s", key->job_id);
-    if (missing == MISSING_TRIAL) {
+    if (missing == BSO_MISSING_TRIAL) {
         /* Zeus's message prints the whole TrainingResult as pydantic does. */
         char id[600], t[BSO_PYFLOAT_MAX], e[BSO_PYFLOAT_MAX], m[BSO_PYFLOAT_MAX];
         bso_pystr_repr(key->job_id, id, sizeof id);
@@ -290,9 +276,9 @@ static int end_trial_attempt(struct bso_session *s, void *ctx, bool write, unsig
     const struct bso_trial_key *key = ctx;
     struct bso_job job;
     struct bso_trial trial;
-    enum missing missing;
+    enum bso_missing missing;
     int rc = load_pair(s, key, 0, &job, &trial, &missing, msg);
-    if (missing != MISSING_NONE) {
+    if (missing != BSO_MISSING_NONE) {
         /* Zeus answers an unknown job here with the unknown-trial message too. */
         char id[600];
         bso_pystr_repr(key->job_id, id, sizeof id);

@@ -3,6 +3,8 @@
  * database write lock is the per-job lock, across threads and processes), numbered migrations
  * tracked in PRAGMA user_version and applied in one transaction.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "bso/error.h"
 #include "core/pyfmt.h"
@@ -206,6 +210,9 @@ struct backend {
     pthread_mutex_t stop_lock;
     pthread_cond_t stop_cv;
     bool stopping;
+    /* An exclusive flock on the database file: one server process per database, so that it
+     * may keep jobs in memory. -1 for a memory database (or a path we cannot open plainly). */
+    int owner_fd;
 };
 
 /*
@@ -366,6 +373,29 @@ static void *checkpoint_loop(void *arg)
     return NULL;
 }
 
+/* Locks the database file for this process (connect() has created it). A second server on
+ * the same file would not see the first one's changes in its memory: it is refused. */
+static int take_ownership(struct backend *b, char *err, size_t errcap)
+{
+    b->owner_fd = open(b->path, O_RDONLY | O_CLOEXEC);
+    if (b->owner_fd < 0)
+        return 0; /* e.g. a file: URI: served without keeping jobs in memory */
+    if (flock(b->owner_fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    const int e = errno;
+    close(b->owner_fd);
+    b->owner_fd = -1;
+    if (e == EWOULDBLOCK) {
+        snprintf(err, errcap,
+                 "database '%s' is in use by another bso-server (or bso-bench-fill): a SQLite "
+                 "database serves one server process",
+                 b->path);
+        return BSO_ESTATE;
+    }
+    snprintf(err, errcap, "cannot lock database '%s': %s", b->path, strerror(e));
+    return BSO_EIO;
+}
+
 static int be_open(const char *target, const struct bso_store_options *opt, void **out, char *err,
                    size_t errcap)
 {
@@ -390,11 +420,16 @@ static int be_open(const char *target, const struct bso_store_options *opt, void
         snprintf(b->path, sizeof b->path, "%s", target);
     }
     sqlite3 *db = NULL; /* connect() leaves it NULL when it fails */
+    b->owner_fd = -1;
     int rc = connect(b, &db, err, errcap);
+    if (rc == 0 && !b->memory)
+        rc = take_ownership(b, err, errcap);
     if (rc == 0)
         rc = migrate(db, err, errcap);
     if (rc < 0) {
         sqlite3_close(db);
+        if (b->owner_fd >= 0)
+            close(b->owner_fd);
         free(b);
         return rc;
     }
@@ -429,6 +464,8 @@ static void be_close(void *backend)
     pthread_mutex_destroy(&b->stop_lock);
     group_close(b->group);
     sqlite3_close(b->keeper);
+    if (b->owner_fd >= 0)
+        close(b->owner_fd);
     pthread_mutex_destroy(&b->write_lock);
     free(b);
 }
@@ -436,6 +473,14 @@ static void be_close(void *backend)
 static int be_schema_version(void *backend)
 {
     return user_version(((struct backend *)backend)->keeper);
+}
+
+static bool be_cacheable(void *backend)
+{
+    /* Under group commit a request's writes are final only when its batch commits, after
+     * other writers of the batch have read the job: they must read the database. */
+    const struct backend *b = backend;
+    return !b->group && (b->memory || b->owner_fd >= 0);
 }
 
 static int be_session_limit(void *backend)
@@ -1213,6 +1258,7 @@ const struct bso_store_ops bso_sqlite_ops = {
     .close = be_close,
     .schema_version = be_schema_version,
     .session_limit = be_session_limit,
+    .cacheable = be_cacheable,
     .migrations_sql = be_migrations_sql,
     .session_new = be_session_new,
     .session_free = be_session_free,

@@ -11,6 +11,10 @@
 struct bso_store {
     const struct bso_store_ops *ops;
     void *backend;
+    /* Jobs kept in memory, or NULL. Writers then take `writer` first and hand the cache what
+     * they changed before they let go of it, so the next writer finds the cache current. */
+    struct bso_jobcache *cache;
+    pthread_mutex_t writer;
     pthread_mutex_t lock; /* guards the pool */
     pthread_cond_t returned;
     struct bso_session *free;
@@ -72,7 +76,15 @@ int bso_store_open(const char *url, const struct bso_store_options *opt, struct 
         free(s);
         return rc;
     }
+    if (opt && opt->cache_bytes > 0 && ops->cacheable(s->backend) &&
+        !(s->cache = bso_jobcache_new(opt->cache_bytes))) {
+        ops->close(s->backend);
+        free(s);
+        snprintf(err, errcap, "out of memory");
+        return BSO_ENOMEM;
+    }
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->writer, NULL);
     pthread_cond_init(&s->returned, NULL);
     s->session_limit = ops->session_limit(s->backend);
     *out = s;
@@ -89,7 +101,9 @@ void bso_store_close(struct bso_store *store)
         store->ops->session_free(s);
     }
     store->ops->close(store->backend);
+    bso_jobcache_free(store->cache);
     pthread_cond_destroy(&store->returned);
+    pthread_mutex_destroy(&store->writer);
     pthread_mutex_destroy(&store->lock);
     free(store);
 }
@@ -158,30 +172,173 @@ const char *bso_session_errmsg(const struct bso_session *s)
     return s->errmsg;
 }
 
+/* ---- transactions; with a cache, a read transaction begins in the database only when it
+ * first needs the database ---- */
+
+static int ensure_tx(struct bso_session *s)
+{
+    if (!s->deferred)
+        return 0;
+    s->deferred = false;
+    return s->ops->begin_read(s);
+}
+
+static void forget_pending(struct bso_session *s)
+{
+    for (size_t i = 0; i < s->n_pending; i++)
+        bso_jobcache_change_clear(&s->pending[i]);
+    s->n_pending = 0;
+    s->pending_overflow = false;
+}
+
+/* Tells the cache what a transaction changed: once it committed, or, when the commit failed,
+ * forgets those jobs. */
+static void settle(struct bso_session *s, bool committed)
+{
+    struct bso_jobcache *c = s->store->cache;
+    if (s->pending_overflow)
+        bso_jobcache_clear(c);
+    for (size_t i = 0; i < s->n_pending; i++) {
+        s->pending[i].drop |= !committed;
+        bso_jobcache_apply(c, &s->pending[i]);
+    }
+    forget_pending(s);
+}
+
+static void end_write(struct bso_session *s)
+{
+    if (s->writing)
+        pthread_mutex_unlock(&s->store->writer);
+    s->writing = false;
+}
+
 int bso_session_begin_write(struct bso_session *s, const char *job_id)
 {
-    return s->ops->begin_write(s, job_id);
+    if (!s->store->cache)
+        return s->ops->begin_write(s, job_id);
+    pthread_mutex_lock(&s->store->writer);
+    s->writing = true;
+    const int rc = s->ops->begin_write(s, job_id);
+    if (rc < 0)
+        end_write(s);
+    return rc;
 }
 
 int bso_session_begin_read(struct bso_session *s)
 {
-    return s->ops->begin_read(s);
+    if (!s->store->cache)
+        return s->ops->begin_read(s);
+    s->deferred = true;
+    return 0;
 }
 
 int bso_session_commit(struct bso_session *s)
 {
-    return s->ops->commit(s);
+    if (!s->store->cache)
+        return s->ops->commit(s);
+    if (s->deferred) {
+        s->deferred = false;
+        return 0;
+    }
+    const int rc = s->ops->commit(s);
+    if (s->writing)
+        settle(s, rc == 0);
+    end_write(s);
+    return rc;
 }
 
 void bso_session_rollback(struct bso_session *s)
 {
-    s->ops->rollback(s);
+    if (!s->store->cache) {
+        s->ops->rollback(s);
+        return;
+    }
+    if (!s->deferred)
+        s->ops->rollback(s);
+    s->deferred = false;
+    forget_pending(s);
+    end_write(s);
+}
+
+/* ---- loads: from the cache, else from the database (and then kept) ---- */
+
+static void keep_only(struct bso_job *job, unsigned load)
+{
+    if (!(load & BSO_LOAD_TRIALS)) {
+        free(job->trials);
+        job->trials = NULL;
+        job->n_trials = job->cap_trials = 0;
+    }
+    if (!(load & BSO_LOAD_ARMS)) {
+        for (size_t i = 0; i < job->n_arms; i++)
+            bso_arm_clear(&job->arms[i]);
+        free(job->arms);
+        job->arms = NULL;
+        job->n_arms = 0;
+    }
+}
+
+/* Reads a job from the database with every part, keeps it in the cache when that is safe, and
+ * returns the parts `load` asks for. A read transaction's snapshot may predate a change the
+ * cache already has: its job is kept only when the snapshot began just now, after the stamp. */
+static int load_through(struct bso_session *s, const char *job_id, unsigned load,
+                        struct bso_job *job)
+{
+    struct bso_jobcache *c = s->store->cache;
+    const bool fresh = s->writing || s->deferred;
+    const uint64_t stamp = bso_jobcache_stamp(c, job_id);
+    int rc = ensure_tx(s);
+    if (rc == 0)
+        rc = s->ops->load_job(s, job_id, BSO_LOAD_TRIALS | BSO_LOAD_ARMS, job);
+    if (rc < 0)
+        return rc;
+    if (fresh)
+        bso_jobcache_put(c, job, stamp);
+    keep_only(job, load);
+    return 0;
 }
 
 int bso_session_load_job(struct bso_session *s, const char *job_id, unsigned load,
                          struct bso_job *job)
 {
-    return s->ops->load_job(s, job_id, load, job);
+    if (!s->store->cache)
+        return s->ops->load_job(s, job_id, load, job);
+    const int hit = bso_jobcache_get(s->store->cache, job_id, load, job, 0, NULL);
+    if (hit < 0)
+        return bso_session_fail(s, hit, "out of memory");
+    return hit == BSO_JOBCACHE_HIT ? 0 : load_through(s, job_id, load, job);
+}
+
+int bso_session_load_pair(struct bso_session *s, const char *job_id, unsigned load,
+                          struct bso_job *job, int64_t number, struct bso_trial *trial,
+                          enum bso_missing *missing)
+{
+    *missing = BSO_MISSING_NONE;
+    int rc = BSO_JOBCACHE_MISS;
+    if (s->store->cache) {
+        rc = bso_jobcache_get(s->store->cache, job_id, load, job, number, trial);
+        if (rc < 0)
+            return bso_session_fail(s, rc, "out of memory");
+        if (rc == BSO_JOBCACHE_HIT)
+            return 0;
+    }
+    if (rc == BSO_JOBCACHE_MISS) {
+        rc = s->store->cache ? load_through(s, job_id, load, job)
+                             : s->ops->load_job(s, job_id, load, job);
+        if (rc == BSO_ENOTFOUND)
+            *missing = BSO_MISSING_JOB;
+        if (rc < 0)
+            return rc;
+        rc = s->ops->load_trial(s, job_id, number, trial);
+    } else {
+        rc = bso_session_fail(s, BSO_ENOTFOUND, "no trial %lld in job %s", (long long)number,
+                              job_id);
+    }
+    if (rc == BSO_ENOTFOUND)
+        *missing = BSO_MISSING_TRIAL;
+    if (rc < 0)
+        bso_job_clear(job);
+    return rc;
 }
 
 int bso_session_insert_job(struct bso_session *s, const struct bso_job *job)
@@ -189,46 +346,89 @@ int bso_session_insert_job(struct bso_session *s, const struct bso_job *job)
     return s->ops->insert_job(s, job);
 }
 
+/* Queues a change for the cache; one that cannot be copied makes the cache forget the job. */
+static void pend(struct bso_session *s, const struct bso_job *job, unsigned changed,
+                 const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
+{
+    if (s->n_pending == BSO_PENDING_MAX) {
+        s->pending_overflow = true;
+        return;
+    }
+    struct bso_jobcache_change *chg = &s->pending[s->n_pending++];
+    if (bso_jobcache_change_init(chg, job, changed, trial, trial_is_new, arm_index) < 0) {
+        bso_jobcache_change_clear(chg);
+        chg->drop = true;
+    }
+}
+
 int bso_session_save(struct bso_session *s, const struct bso_job *job, unsigned changed,
                      const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
 {
-    return s->ops->save(s, job, changed, trial, trial_is_new, arm_index);
+    const int rc = s->ops->save(s, job, changed, trial, trial_is_new, arm_index);
+    if (rc == 0 && s->store->cache)
+        pend(s, job, changed, trial, trial_is_new, arm_index);
+    return rc;
 }
 
 int bso_session_load_trial(struct bso_session *s, const char *job_id, int64_t number,
                            struct bso_trial *trial)
 {
-    return s->ops->load_trial(s, job_id, number, trial);
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->load_trial(s, job_id, number, trial);
 }
 
 int bso_session_delete_job(struct bso_session *s, const char *job_id)
 {
-    return s->ops->delete_job(s, job_id);
+    const int rc = s->ops->delete_job(s, job_id);
+    if (rc == 0 && s->store->cache) {
+        if (s->n_pending == BSO_PENDING_MAX) {
+            s->pending_overflow = true;
+        } else {
+            struct bso_jobcache_change *chg = &s->pending[s->n_pending++];
+            memset(chg, 0, sizeof *chg);
+            snprintf(chg->job_id, sizeof chg->job_id, "%s", job_id);
+            chg->drop = true;
+        }
+    }
+    return rc;
 }
 
 int bso_session_job_exists(struct bso_session *s, const char *job_id)
 {
-    return s->ops->job_exists(s, job_id);
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->job_exists(s, job_id);
 }
 
 int bso_session_list_jobs(struct bso_session *s, const char *after, int64_t limit,
                           int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx)
 {
-    return s->ops->list_jobs(s, after, limit, fn, ctx);
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->list_jobs(s, after, limit, fn, ctx);
 }
 
 int bso_session_list_trials(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
                             int (*fn)(void *ctx, const struct bso_trial_row *row), void *ctx)
 {
-    return s->ops->list_trials(s, job_id, after, limit, fn, ctx);
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->list_trials(s, job_id, after, limit, fn, ctx);
 }
 
 int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t counts[3])
 {
-    return s->ops->count_trials(s, job_id, counts);
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->count_trials(s, job_id, counts);
 }
 
 int bso_session_ping(struct bso_session *s)
 {
-    return s->ops->ping(s);
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->ping(s);
+}
+
+bool bso_store_cache_stats(struct bso_store *store, struct bso_jobcache_stats *out)
+{
+    if (!store->cache)
+        return false;
+    bso_jobcache_stats(store->cache, out);
+    return true;
 }

@@ -28,6 +28,8 @@ struct bso_store_options {
     enum bso_durability durability;
     int busy_timeout_ms; /* how long a writer waits for the lock; 0 picks a default */
     int connections;     /* database connections the sessions share; 0: one per session */
+    size_t cache_bytes;  /* jobs kept in memory (store/jobcache.h), when the backend allows;
+                            0: none */
 };
 
 /* Parses a database URL (SQLAlchemy style: sqlite:///relative.db, sqlite:////abs.db,
@@ -74,6 +76,14 @@ int bso_session_insert_job(struct bso_session *s, const struct bso_job *job);
  * else updated), the job's derived fields, all arms or the one at arm_index. */
 int bso_session_save(struct bso_session *s, const struct bso_job *job, unsigned changed,
                      const struct bso_trial *trial, bool trial_is_new, size_t arm_index);
+/* Which of a job and its trial bso_session_load_pair did not find. */
+enum bso_missing { BSO_MISSING_NONE, BSO_MISSING_JOB, BSO_MISSING_TRIAL };
+
+/* Loads job_id as bso_session_load_job does and its trial `number` into *trial, both as of one
+ * moment. BSO_ENOTFOUND with *missing set when either is absent (the job is then released). */
+int bso_session_load_pair(struct bso_session *s, const char *job_id, unsigned load,
+                          struct bso_job *job, int64_t number, struct bso_trial *trial,
+                          enum bso_missing *missing);
 /* One trial. BSO_ENOTFOUND when absent. */
 int bso_session_load_trial(struct bso_session *s, const char *job_id, int64_t number,
                            struct bso_trial *trial);
@@ -112,5 +122,9 @@ int bso_session_list_trials(struct bso_session *s, const char *job_id, int64_t a
 int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t counts[3]);
 /* Whether the database answers (for readiness probes). */
 int bso_session_ping(struct bso_session *s);
+
+/* The job cache's counters; false when the store keeps no cache. */
+struct bso_jobcache_stats;
+bool bso_store_cache_stats(struct bso_store *store, struct bso_jobcache_stats *out);
 
 #endif

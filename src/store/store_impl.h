@@ -7,13 +7,23 @@
 
 #include <pthread.h>
 
+#include "store/jobcache.h"
 #include "store/store.h"
+
+/* Saves of one transaction that the job cache learns of once it commits. */
+#define BSO_PENDING_MAX 4
 
 struct bso_session {
     const struct bso_store_ops *ops;
     struct bso_store *store;
     struct bso_session *next_free; /* the pool's free list */
     char errmsg[512];
+    /* With a job cache (store.c). */
+    bool deferred; /* a read transaction the database has not been asked to begin yet */
+    bool writing;  /* a write transaction, holding the store's writer lock */
+    struct bso_jobcache_change pending[BSO_PENDING_MAX];
+    size_t n_pending;
+    bool pending_overflow; /* more saves than pending holds: the cache is emptied at commit */
 };
 
 struct bso_store_ops {
@@ -26,6 +36,9 @@ struct bso_store_ops {
     /* How many sessions may exist at once (an in-memory SQLite database has one connection). */
     int (*session_limit)(void *backend);
     const char *(*migrations_sql)(void);
+    /* Whether the store may keep jobs in memory: this process is the database's only writer
+     * and a commit is final when it returns. */
+    bool (*cacheable)(void *backend);
     /* A new session (connection); NULL on failure with err set. */
     struct bso_session *(*session_new)(void *backend, char *err, size_t errcap);
     void (*session_free)(struct bso_session *s);
