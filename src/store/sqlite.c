@@ -203,6 +203,11 @@ struct backend {
      * handler. */
     pthread_mutex_t write_lock;
     struct group *group; /* with --durability full: group commit */
+    /* Otherwise every writer of this process writes through this one connection (under
+     * write_lock): its page cache stays warm, where a connection per thread would find its
+     * pages stale after each other thread's write and read them again. */
+    sqlite3 *writer_db;
+    sqlite3_stmt *writer_st[ST_COUNT];
     /* Checkpoints (copying the WAL back into the database) run on a thread of their own, not
      * inside some request's commit, where they would stall it for milliseconds. */
     pthread_t checkpointer;
@@ -229,11 +234,11 @@ struct group {
     pthread_cond_t settled;
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
-    atomic_int queued;      /* writers waiting for the lock */
-    bool open;              /* a batch transaction is open */
-    uint64_t batch;         /* the number of the open (or next) batch */
-    uint64_t settled_batch; /* every batch up to this one is committed or failed */
-    uint64_t failed_batch;  /* the last batch whose commit failed; 0: none */
+    atomic_int queued; /* writers waiting for the lock */
+    bool open;         /* a batch transaction is open */
+    /* The requests whose writes the open batch holds; its commit tells each how it went
+     * (a request may wake only after later batches settled too, so the outcome is its own). */
+    struct sqlite_session *members;
 };
 
 struct sqlite_session {
@@ -246,8 +251,10 @@ struct sqlite_session {
     sqlite3_stmt *own_st[ST_COUNT];
     bool in_tx;
     bool holds_write_lock;
-    bool in_group;     /* writing through the group's connection */
-    uint64_t my_batch; /* the batch holding this request's writes */
+    bool in_group;                      /* writing through the group's connection */
+    struct sqlite_session *next_member; /* in the group's open batch */
+    bool settled;                       /* its batch is committed, or failed */
+    bool batch_failed;
 };
 
 static struct sqlite_session *ss(struct bso_session *s)
@@ -434,9 +441,14 @@ static int be_open(const char *target, const struct bso_store_options *opt, void
         return rc;
     }
     b->keeper = db;
-    if (b->opt.durability == BSO_DURABILITY_FULL && !b->memory &&
-        (rc = group_open(b, err, errcap)) < 0) {
+    if (!b->memory && b->opt.durability != BSO_DURABILITY_FULL)
+        rc = connect(b, &b->writer_db, err, errcap);
+    else if (!b->memory)
+        rc = group_open(b, err, errcap);
+    if (rc < 0) {
         sqlite3_close(db);
+        if (b->owner_fd >= 0)
+            close(b->owner_fd);
         free(b);
         return rc;
     }
@@ -463,6 +475,9 @@ static void be_close(void *backend)
     pthread_cond_destroy(&b->stop_cv);
     pthread_mutex_destroy(&b->stop_lock);
     group_close(b->group);
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(b->writer_st[i]);
+    sqlite3_close(b->writer_db);
     sqlite3_close(b->keeper);
     if (b->owner_fd >= 0)
         close(b->owner_fd);
@@ -564,8 +579,11 @@ static int tx_step(struct bso_session *s, enum stmt_id id)
 
 static void release_write_lock(struct sqlite_session *s)
 {
-    if (s->holds_write_lock)
+    if (s->holds_write_lock) {
+        s->db = s->own_db;
+        s->st = s->own_st;
         pthread_mutex_unlock(&s->backend->write_lock);
+    }
     s->holds_write_lock = false;
 }
 
@@ -585,7 +603,6 @@ static int group_open(struct backend *b, char *err, size_t errcap)
     }
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->settled, NULL);
-    g->batch = 1;
     b->group = g;
     return 0;
 }
@@ -605,13 +622,18 @@ static void group_close(struct group *g)
 /* Commits the open batch (the caller holds the lock) and wakes its requests. */
 static void group_commit_batch(struct bso_session *s, struct group *g)
 {
+    bool failed = false;
     if (g->open && tx_step(s, ST_COMMIT) < 0) {
         db_fail(s, "commit");
         tx_step(s, ST_ROLLBACK);
-        g->failed_batch = g->batch;
+        failed = true;
     }
+    for (struct sqlite_session *m = g->members; m; m = m->next_member) {
+        m->settled = true;
+        m->batch_failed = failed;
+    }
+    g->members = NULL;
     g->open = false;
-    g->settled_batch = g->batch++;
     pthread_cond_broadcast(&g->settled);
 }
 
@@ -638,7 +660,6 @@ static int group_begin(struct bso_session *s)
         pthread_mutex_unlock(&g->lock);
         return rc;
     }
-    q->my_batch = g->batch;
     q->in_tx = true;
     return 0;
 }
@@ -658,12 +679,17 @@ static int group_end(struct bso_session *s, bool keep)
         tx_step(s, ST_ROLLBACK_TO);
         tx_step(s, ST_RELEASE);
     }
+    if (keep) {
+        q->settled = q->batch_failed = false;
+        q->next_member = g->members;
+        g->members = q;
+    }
     if (atomic_load(&g->queued) == 0)
         group_commit_batch(s, g);
     else
-        while (keep && g->settled_batch < q->my_batch)
+        while (keep && !q->settled)
             pthread_cond_wait(&g->settled, &g->lock);
-    if (keep && g->failed_batch == q->my_batch)
+    if (keep && q->batch_failed)
         rc = bso_session_fail(s, BSO_EIO, "sqlite: the group commit failed");
     q->db = q->own_db;
     q->st = q->own_st;
@@ -678,8 +704,13 @@ static int be_begin_write(struct bso_session *s, const char *job_id)
     (void)job_id; /* SQLite has one write lock for the whole database */
     if (ss(s)->backend->group)
         return group_begin(s);
-    pthread_mutex_lock(&ss(s)->backend->write_lock);
+    struct backend *b = ss(s)->backend;
+    pthread_mutex_lock(&b->write_lock);
     ss(s)->holds_write_lock = true;
+    if (b->writer_db) {
+        ss(s)->db = b->writer_db;
+        ss(s)->st = b->writer_st;
+    }
     if (tx_step(s, ST_BEGIN_WRITE) < 0) {
         int rc = db_fail(s, "begin");
         release_write_lock(ss(s));
