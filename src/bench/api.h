@@ -5,6 +5,7 @@
 #define BSO_BENCH_API_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "bench/http.h"
@@ -17,6 +18,17 @@ int bso_api_report(struct bso_http *h, const char *job_id, int64_t batch_size, i
                    double time, double energy, double metric, int64_t epoch, bool *stop_train);
 int bso_api_end_trial(struct bso_http *h, const char *job_id, int64_t batch_size,
                       int64_t trial_number);
+/* The pieces of those calls, for clients that do their own I/O: a request's path or body
+ * (its length, or BSO_ERANGE when cap is short) and what an answer says (0, or BSO_EPARSE). */
+int bso_api_predict_path(char *buf, size_t cap, const char *job_id);
+int bso_api_report_body(char *buf, size_t cap, const char *job_id, int64_t batch_size,
+                        int64_t trial_number, double time, double energy, double metric,
+                        int64_t epoch);
+int bso_api_end_trial_body(char *buf, size_t cap, const char *job_id, int64_t batch_size,
+                           int64_t trial_number);
+int bso_api_read_predict(const char *body, int64_t *batch_size, int64_t *trial_number);
+int bso_api_read_report(const char *body, bool *stop_train);
+
 /* GET path; the answer's body in bso_http_body. */
 int bso_api_get(struct bso_http *h, const char *path);
 

@@ -6,9 +6,38 @@
 #ifndef BSO_BENCH_HTTP_H
 #define BSO_BENCH_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct bso_http;
+
+/* ---- the pieces, for clients that do their own I/O (bench/driver.c) ---- */
+
+/* Splits "http://host[:port][/...]" into host and port (default 80). 0, or BSO_EINVAL. */
+int bso_http_split_url(const char *url, char *host, size_t host_cap, char *port, size_t port_cap);
+
+/* A TCP connection to host:port with Nagle off; the descriptor, or BSO_ENET with the reason in
+ * err. */
+int bso_http_dial(const char *host, const char *port, char *err, size_t errcap);
+
+/* Writes a request (body may be NULL) into buf; its length, or BSO_ERANGE when cap is short. */
+int bso_http_format(char *buf, size_t cap, const char *host, const char *port, const char *method,
+                    const char *path, const char *body, size_t body_len);
+
+/* An answer read off a connection. */
+struct bso_http_answer {
+    int status;
+    bool keep;       /* false: the server closes the connection after it */
+    size_t consumed; /* the bytes of the input it took */
+    char *body;      /* decoded (Content-Length or chunked), NUL-terminated; owned, reused */
+    size_t body_len, body_cap;
+};
+
+/* Parses the answer at the start of buf[0..len): 1 when it is complete, 0 when more must be
+ * read, BSO_EPARSE when it is not HTTP, BSO_ENOMEM. */
+int bso_http_parse(const char *buf, size_t len, struct bso_http_answer *a);
+
+/* ---- a blocking client ---- */
 
 /* A client for url ("http://host:port", no TLS). Reconnects on its own when the server closes
  * the connection. 0, BSO_EINVAL for a URL it cannot use, or BSO_ENOMEM. */

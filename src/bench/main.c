@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "bench/api.h"
+#include "bench/driver.h"
 #include "bench/http.h"
 #include "bench/latency.h"
 #include "bench/ledger.h"
@@ -28,19 +29,15 @@
 #include "bso/error.h"
 #include "core/report.h"
 
-enum endpoint { EP_REGISTER, EP_PREDICT, EP_REPORT, EP_END, EP_N };
-static const char *const ep_names[EP_N] = {"register", "predict", "report", "end_trial"};
-
-/* What the run does: whole recurrences, or one endpoint over and over. */
-enum mode { MODE_MIXED, MODE_PREDICT, MODE_REGISTER };
+static const char *const ep_names[BSO_EP_N] = {"register", "predict", "report", "end_trial"};
 
 struct options {
     const char *url;
     size_t jobs;
-    int concurrency;
+    int concurrency, threads;
     double duration_s;
     int64_t epochs;
-    enum mode mode;
+    enum bso_bench_mode mode;
     const char *policy; /* NULL: the server's default */
     uint64_t seed;
     bool json, verify, policy_cpu;
@@ -48,139 +45,13 @@ struct options {
     pid_t server_pid;
 };
 
-struct shared {
-    const struct options *opt;
-    struct bso_bench_sizes sizes;
-    struct bso_bench_job *jobs;
-    struct bso_ledger_job *ledgers;
-    atomic_bool stop;            /* the timed phase is over */
-    atomic_size_t next_register; /* the next job to register */
-};
-
-struct worker {
-    pthread_t thread;
-    int index;
-    struct shared *sh;
-    struct bso_http *cl;
-    struct bso_latency lat[EP_N];
-    int64_t errors[EP_N];
-    char first_error[256];
-    bool failed; /* out of memory or no client: the run is void */
-};
-
-/* Times one request and counts it: during the timed phase, or always (the registrations that
- * come before it). */
-static void record(struct worker *w, enum endpoint ep, double start, int rc, bool always)
-{
-    const double ms = (bso_bench_now() - start) * 1e3;
-    if (!always && atomic_load(&w->sh->stop))
-        return;
-    if (rc < 0) {
-        if (w->errors[ep]++ == 0 && !w->first_error[0]) {
-            char why[240];
-            snprintf(w->first_error, sizeof w->first_error, "%s: %s", ep_names[ep],
-                     bso_api_errmsg(w->cl, rc, why, sizeof why));
-        }
-        return;
-    }
-    if (bso_latency_add(&w->lat[ep], ms) < 0)
-        w->failed = true;
-}
-
-/* Registers jobs until none is left (the workers share the registration). */
-static void register_jobs(struct worker *w)
-{
-    struct shared *sh = w->sh;
-    char spec[4096];
-    for (;;) {
-        const size_t k = atomic_fetch_add(&sh->next_register, 1);
-        if (k >= sh->opt->jobs)
-            return;
-        bso_bench_job_spec(&sh->jobs[k], sh->opt->policy, spec, sizeof spec);
-        const double t0 = bso_bench_now();
-        record(w, EP_REGISTER, t0, bso_api_register(w->cl, spec), true);
-    }
-}
-
-/* One recurrence of job k: a batch size, reports until the server says stop, end of trial. */
-static void recurrence(struct worker *w, size_t k)
-{
-    const struct bso_bench_job *job = &w->sh->jobs[k];
-    struct bso_ledger_job *lg = &w->sh->ledgers[k];
-    int64_t bs, number;
-    double t0 = bso_bench_now();
-    int rc = bso_api_predict(w->cl, job->id, &bs, &number);
-    record(w, EP_PREDICT, t0, rc, false);
-    if (rc < 0) {
-        bso_ledger_predict_failed(lg);
-        return;
-    }
-    const long slot = bso_ledger_add(lg, number, bs);
-    if (slot < 0) {
-        w->failed = true;
-        return;
-    }
-    const struct bso_bench_run run = bso_bench_run(job, bs, number);
-    for (int64_t e = 1; e <= job->max_epochs; e++) {
-        bool stop;
-        const struct bso_report rep = bso_bench_report(&run, e);
-        t0 = bso_bench_now();
-        rc = bso_api_report(w->cl, job->id, bs, number, rep.time, rep.energy, rep.metric, e, &stop);
-        record(w, EP_REPORT, t0, rc, false);
-        if (rc < 0)
-            break; /* as a training script would: give up on the run, end the trial */
-        bso_ledger_report(lg, slot, rep.time, stop);
-        if (stop)
-            break;
-    }
-    t0 = bso_bench_now();
-    record(w, EP_END, t0, bso_api_end_trial(w->cl, job->id, bs, number), false);
-}
-
-static void *run_worker(void *arg)
-{
-    struct worker *w = arg;
-    struct shared *sh = w->sh;
-    const struct options *opt = sh->opt;
-    register_jobs(w);
-    /* Wait until every worker has registered its share (the main thread starts the clock). */
-    while (atomic_load(&sh->next_register) < opt->jobs + (size_t)opt->concurrency)
-        usleep(100);
-    /* Client i takes jobs i, i + C, i + 2C...; with fewer jobs than clients, clients share. */
-    size_t k = (size_t)w->index % opt->jobs;
-    char spec[4096];
-    while (!atomic_load(&sh->stop) && !w->failed) {
-        if (opt->mode == MODE_MIXED) {
-            recurrence(w, k);
-        } else if (opt->mode == MODE_PREDICT) {
-            int64_t bs, number;
-            const double t0 = bso_bench_now();
-            const int rc = bso_api_predict(w->cl, sh->jobs[k].id, &bs, &number);
-            record(w, EP_PREDICT, t0, rc, false);
-            if (rc < 0)
-                bso_ledger_predict_failed(&sh->ledgers[k]);
-            else if (bso_ledger_add(&sh->ledgers[k], number, bs) < 0)
-                w->failed = true;
-        } else {
-            bso_bench_job_spec(&sh->jobs[k], opt->policy, spec, sizeof spec);
-            const double t0 = bso_bench_now();
-            const int rc = bso_api_register(w->cl, spec);
-            record(w, EP_REGISTER, t0, rc, false);
-        }
-        k += (size_t)opt->concurrency;
-        if (k >= opt->jobs)
-            k = (size_t)w->index % opt->jobs;
-    }
-    return NULL;
-}
-
 static int usage(FILE *f)
 {
     fprintf(f,
             "usage: bso-bench --url URL [--jobs J] [--concurrency C] [--duration S]\n"
             "                 [--epochs K] [--sizes N] [--only predict|register]\n"
             "                 [--policy bso|zeus] [--seed N] [--json] [--verify]\n"
-            "                 [--server-pid PID]\n"
+            "                 [--server-pid PID] [--threads T]\n"
             "       bso-bench --policy-cpu [--sizes N] [--duration S] [--json]\n"
             "\n"
             "Drives a server that speaks Zeus's BSO API with J recurring jobs (default 64) from\n"
@@ -193,7 +64,8 @@ static int usage(FILE *f)
             "--server-pid also the server's peak RSS and CPU seconds. --verify reads every job\n"
             "back (BSO's read API) and checks trial numbers and acknowledged reports; it exits\n"
             "1 when an invariant fails or any request failed. Jobs offer N batch sizes\n"
-            "(default 8). --policy-cpu times the policy core itself, in-process, per predict\n"
+            "(default 8). T threads drive the C clients (default 1), each with epoll.\n"
+            "--policy-cpu times the policy core itself, in-process, per predict\n"
             "and per report, under each policy, for S seconds of CPU each.\n");
     return f == stdout ? 0 : 2;
 }
@@ -214,9 +86,10 @@ static int parse(int argc, char **argv, struct options *o)
 {
     *o = (struct options){.jobs = 64,
                           .concurrency = 8,
+                          .threads = 1,
                           .duration_s = 10,
                           .epochs = 10,
-                          .mode = MODE_MIXED,
+                          .mode = BSO_MODE_MIXED,
                           .seed = 1,
                           .sizes = 8};
     for (int i = 1; i < argc; i++) {
@@ -250,6 +123,10 @@ static int parse(int argc, char **argv, struct options *o)
             if (!bso_bench_whole(v, 1, 4096, &d))
                 return fail("--concurrency must be a whole number from 1 to 4096, not '%s'", v);
             o->concurrency = (int)d;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (!bso_bench_whole(v, 1, 64, &d))
+                return fail("--threads must be a whole number from 1 to 64, not '%s'", v);
+            o->threads = (int)d;
         } else if (strcmp(a, "--duration") == 0) {
             o->duration_s = strtod(v, &end);
             if (!*v || *end || !(o->duration_s > 0) || o->duration_s > 86400)
@@ -265,9 +142,9 @@ static int parse(int argc, char **argv, struct options *o)
             o->sizes = (int)d;
         } else if (strcmp(a, "--only") == 0) {
             if (strcmp(v, "predict") == 0)
-                o->mode = MODE_PREDICT;
+                o->mode = BSO_MODE_PREDICT;
             else if (strcmp(v, "register") == 0)
-                o->mode = MODE_REGISTER;
+                o->mode = BSO_MODE_REGISTER;
             else
                 return fail("--only must be predict or register, not '%s'", v);
         } else if (strcmp(a, "--policy") == 0) {
@@ -292,12 +169,14 @@ static int parse(int argc, char **argv, struct options *o)
         return fail("--url is required (see --help)");
     if (strncmp(o->url, "http://", 7) != 0)
         return fail("--url must be http://HOST[:PORT], not '%s'", o->url);
+    if (o->threads > o->concurrency)
+        o->threads = o->concurrency;
     return 0;
 }
 
 struct totals {
-    struct bso_latency lat[EP_N], all;
-    int64_t errors[EP_N], requests, n_errors;
+    struct bso_latency lat[BSO_EP_N], all;
+    int64_t errors[BSO_EP_N], requests, n_errors;
 };
 
 static void print_text(const struct options *o, const struct totals *t, double elapsed,
@@ -305,19 +184,19 @@ static void print_text(const struct options *o, const struct totals *t, double e
                        long verified)
 {
     printf("bso-bench: %s, %zu jobs, %d clients, %.1f s", o->url, o->jobs, o->concurrency, elapsed);
-    if (o->mode != MODE_MIXED)
-        printf(", only %s", o->mode == MODE_PREDICT ? "predict" : "register");
+    if (o->mode != BSO_MODE_MIXED)
+        printf(", only %s", o->mode == BSO_MODE_PREDICT ? "predict" : "register");
     printf("\n\nthroughput  %.0f requests/s (%" PRId64 " requests, %" PRId64 " errors)\n",
            (double)t->requests / elapsed, t->requests, t->n_errors);
     printf("\n%-10s %9s %9s %9s %9s %9s %9s %7s   (latency in ms)\n", "endpoint", "requests", "p50",
            "p90", "p99", "p99.9", "max", "errors");
-    for (int ep = 0; ep <= EP_N; ep++) {
-        const struct bso_latency *l = ep < EP_N ? &t->lat[ep] : &t->all;
-        const int64_t errs = ep < EP_N ? t->errors[ep] : t->n_errors;
+    for (int ep = 0; ep <= BSO_EP_N; ep++) {
+        const struct bso_latency *l = ep < BSO_EP_N ? &t->lat[ep] : &t->all;
+        const int64_t errs = ep < BSO_EP_N ? t->errors[ep] : t->n_errors;
         if (l->n == 0 && errs == 0)
             continue;
         printf("%-10s %9zu %9.3f %9.3f %9.3f %9.3f %9.3f %7" PRId64 "\n",
-               ep < EP_N ? ep_names[ep] : "all", l->n, bso_latency_pct(l, 50),
+               ep < BSO_EP_N ? ep_names[ep] : "all", l->n, bso_latency_pct(l, 50),
                bso_latency_pct(l, 90), bso_latency_pct(l, 99), bso_latency_pct(l, 99.9),
                l->n ? l->ms[l->n - 1] : 0.0, errs);
     }
@@ -349,7 +228,7 @@ static void print_json(const struct options *o, const struct totals *t, double e
     json_lat(&t->all);
     printf(", \"endpoints\": {");
     bool first = true;
-    for (int ep = 0; ep < EP_N; ep++) {
+    for (int ep = 0; ep < BSO_EP_N; ep++) {
         if (t->lat[ep].n == 0 && t->errors[ep] == 0)
             continue;
         printf("%s\"%s\": {\"errors\": %" PRId64 ", \"latency_ms\": ", first ? "" : ", ",
@@ -374,7 +253,11 @@ int main(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
 
-    struct shared sh = {.opt = &opt};
+    struct {
+        struct bso_bench_sizes sizes;
+        struct bso_bench_job *jobs;
+        struct bso_ledger_job *ledgers;
+    } sh = {0};
     bso_bench_sizes_init(&sh.sizes, opt.sizes);
     if (opt.policy_cpu) {
         rc = bso_policy_cpu(&sh.sizes, opt.epochs, opt.duration_s, opt.seed, opt.json);
@@ -382,11 +265,17 @@ int main(int argc, char **argv)
     }
     int status = 1;
     size_t n_ledgers = 0;
-    int n_threads = 0;
+    struct bso_http *cl = NULL; /* the probe and --verify */
+    struct bso_drive drive = {.url = opt.url,
+                              .clients = opt.concurrency,
+                              .threads = opt.threads,
+                              .mode = opt.mode,
+                              .policy = opt.policy,
+                              .n_jobs = opt.jobs};
+    struct bso_drive_tally *tallies = calloc((size_t)opt.threads, sizeof *tallies);
     sh.jobs = calloc(opt.jobs, sizeof *sh.jobs);
     sh.ledgers = calloc(opt.jobs, sizeof *sh.ledgers);
-    struct worker *ws = calloc((size_t)opt.concurrency, sizeof *ws);
-    if (!sh.jobs || !sh.ledgers || !ws) {
+    if (!sh.jobs || !sh.ledgers || !tallies || bso_http_new(opt.url, &cl) < 0) {
         fail("out of memory");
         goto out;
     }
@@ -397,17 +286,11 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    for (int i = 0; i < opt.concurrency; i++) {
-        ws[i].index = i;
-        ws[i].sh = &sh;
-        if (bso_http_new(opt.url, &ws[i].cl) < 0) {
-            fail("out of memory");
-            goto out;
-        }
-    }
+    drive.jobs = sh.jobs;
+    drive.ledgers = sh.ledgers;
     /* A server we cannot reach fails at once, clearly. */
-    if (bso_api_get(ws[0].cl, "/jobs/batch_size?job_id=bso-bench-probe") == BSO_ENET) {
-        fail("cannot reach %s: %s", opt.url, bso_http_errmsg(ws[0].cl));
+    if (bso_api_get(cl, "/jobs/batch_size?job_id=bso-bench-probe") == BSO_ENET) {
+        fail("cannot reach %s: %s", opt.url, bso_http_errmsg(cl));
         goto out;
     }
 
@@ -419,67 +302,63 @@ int main(int argc, char **argv)
     }
 
     const double reg_start = bso_bench_now();
-    for (; n_threads < opt.concurrency; n_threads++)
-        if (pthread_create(&ws[n_threads].thread, NULL, run_worker, &ws[n_threads]) != 0) {
-            fail("cannot start client thread %d", n_threads);
-            atomic_store(&sh.stop, true);
-            atomic_store(&sh.next_register, opt.jobs + (size_t)opt.concurrency);
-            for (int i = 0; i < n_threads; i++)
-                pthread_join(ws[i].thread, NULL);
-            goto out;
-        }
-    /* The timed phase starts when every job is registered: each worker bumps the counter once
-     * more when it finds none left. */
-    while (atomic_load(&sh.next_register) < opt.jobs + (size_t)opt.concurrency)
+    char why[256];
+    if (bso_drive_start(&drive, tallies, why, sizeof why) < 0) {
+        fail("%s", why);
+        goto out;
+    }
+    /* The timed phase starts when every job is registered. */
+    while (atomic_load(&drive.registered) < opt.jobs)
         usleep(100);
     const double start = bso_bench_now(), reg_elapsed = start - reg_start;
     if (have_ps)
         bso_procstat_read(opt.server_pid, &ps0);
+    atomic_store(&drive.timed, true);
     struct timespec nap = {(time_t)opt.duration_s,
                            (long)((opt.duration_s - floor(opt.duration_s)) * 1e9)};
     nanosleep(&nap, NULL);
-    atomic_store(&sh.stop, true);
+    atomic_store(&drive.stop, true);
     const double elapsed = bso_bench_now() - start;
     if (have_ps)
         bso_procstat_read(opt.server_pid, &ps1);
     struct bso_procstat ps = {.peak_rss_mb = ps1.peak_rss_mb, .cpu_s = ps1.cpu_s - ps0.cpu_s};
+    bso_drive_join(&drive);
 
     struct totals t = {0};
     bool void_run = false;
-    for (int i = 0; i < opt.concurrency; i++) {
-        pthread_join(ws[i].thread, NULL);
-        void_run |= ws[i].failed;
-        for (int ep = 0; ep < EP_N; ep++) {
-            if (bso_latency_merge(&t.lat[ep], &ws[i].lat[ep]) < 0 ||
-                (ep != EP_REGISTER && bso_latency_merge(&t.all, &ws[i].lat[ep]) < 0))
+    for (int i = 0; i < opt.threads; i++) {
+        void_run |= tallies[i].failed;
+        for (int ep = 0; ep < BSO_EP_N; ep++) {
+            if (bso_latency_merge(&t.lat[ep], &tallies[i].lat[ep]) < 0 ||
+                (ep != BSO_EP_REGISTER && bso_latency_merge(&t.all, &tallies[i].lat[ep]) < 0))
                 void_run = true;
-            t.errors[ep] += ws[i].errors[ep];
-            if (ep != EP_REGISTER || opt.mode == MODE_REGISTER) {
-                t.requests += (int64_t)ws[i].lat[ep].n;
-                t.n_errors += ws[i].errors[ep];
+            t.errors[ep] += tallies[i].errors[ep];
+            if (ep != BSO_EP_REGISTER || opt.mode == BSO_MODE_REGISTER) {
+                t.requests += (int64_t)tallies[i].lat[ep].n;
+                t.n_errors += tallies[i].errors[ep];
             }
-            bso_latency_free(&ws[i].lat[ep]);
+            bso_latency_free(&tallies[i].lat[ep]);
         }
-        if (ws[i].first_error[0])
-            fprintf(stderr, "bso-bench: client %d: first error: %s\n", i, ws[i].first_error);
+        if (tallies[i].first_error[0])
+            fprintf(stderr, "bso-bench: client thread %d: first error: %s\n", i,
+                    tallies[i].first_error);
     }
-    if (opt.mode == MODE_REGISTER)
-        bso_latency_merge(&t.all, &t.lat[EP_REGISTER]);
+    if (opt.mode == BSO_MODE_REGISTER)
+        bso_latency_merge(&t.all, &t.lat[BSO_EP_REGISTER]);
     if (void_run) {
         fail("out of memory during the run");
         goto free_totals;
     }
-    for (int ep = 0; ep < EP_N; ep++)
+    for (int ep = 0; ep < BSO_EP_N; ep++)
         bso_latency_sort(&t.lat[ep]);
     bso_latency_sort(&t.all);
 
     long verified = 0;
     if (opt.verify) {
-        verified = bso_verify(ws[0].cl, sh.jobs, sh.ledgers, opt.jobs, stderr);
+        verified = bso_verify(cl, sh.jobs, sh.ledgers, opt.jobs, stderr);
         if (verified < 0) {
-            char why[240];
             fprintf(stderr, "bso-bench: verify: cannot read the jobs back: %s\n",
-                    bso_api_errmsg(ws[0].cl, (int)verified, why, sizeof why));
+                    bso_api_errmsg(cl, (int)verified, why, sizeof why));
         }
     }
     if (opt.json)
@@ -487,18 +366,17 @@ int main(int argc, char **argv)
     else
         print_text(&opt, &t, elapsed, reg_elapsed, &ps, have_ps, verified);
 
-    status = opt.verify && (verified != 0 || t.n_errors > 0 || t.errors[EP_REGISTER]) ? 1 : 0;
+    status = opt.verify && (verified != 0 || t.n_errors > 0 || t.errors[BSO_EP_REGISTER]) ? 1 : 0;
 free_totals:
-    for (int ep = 0; ep < EP_N; ep++)
+    for (int ep = 0; ep < BSO_EP_N; ep++)
         bso_latency_free(&t.lat[ep]);
     bso_latency_free(&t.all);
 out:
-    for (int i = 0; ws && i < opt.concurrency; i++)
-        bso_http_free(ws[i].cl);
+    bso_http_free(cl);
     for (size_t k = 0; k < n_ledgers; k++)
         bso_ledger_free(&sh.ledgers[k]);
     free(sh.ledgers);
     free(sh.jobs);
-    free(ws);
+    free(tallies);
     return status;
 }

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "bso/error.h"
@@ -208,6 +210,7 @@ struct backend {
      * pages stale after each other thread's write and read them again. */
     sqlite3 *writer_db;
     sqlite3_stmt *writer_st[ST_COUNT];
+    atomic_bool catch_up; /* a checkpoint ran: the next writer copies what it left */
     /* Checkpoints (copying the WAL back into the database) run on a thread of their own, not
      * inside some request's commit, where they would stall it for milliseconds. */
     pthread_t checkpointer;
@@ -353,6 +356,25 @@ static void group_close(struct group *g);
 
 #define CHECKPOINT_EVERY_MS 100
 
+/* Copies the WAL back into the database, beside the writers (PASSIVE never waits for or
+ * blocks one). The frames they add meanwhile are copied by the next writer, on its own
+ * connection right after its commit, while it still holds off the others (catch_up): then
+ * the whole WAL is in the database and the writer after it starts the WAL again from the
+ * beginning. Without that a steady writer keeps the WAL growing until SQLite's automatic
+ * checkpoint stops some request's commit for tens of milliseconds to copy all of it. Under
+ * group commit the batches' writers are held off here instead. */
+static void checkpoint(struct backend *b, sqlite3 *db)
+{
+    sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    if (!b->group) {
+        atomic_store(&b->catch_up, true);
+        return;
+    }
+    pthread_mutex_lock(&b->group->lock);
+    sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    pthread_mutex_unlock(&b->group->lock);
+}
+
 static void *checkpoint_loop(void *arg)
 {
     struct backend *b = arg;
@@ -360,6 +382,8 @@ static void *checkpoint_loop(void *arg)
     char err[256];
     if (connect(b, &db, err, sizeof err) < 0)
         return NULL;
+    /* Requests come first: checkpoints only need a little time, regularly. */
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
     pthread_mutex_lock(&b->stop_lock);
     while (!b->stopping) {
         struct timespec until;
@@ -371,8 +395,7 @@ static void *checkpoint_loop(void *arg)
         if (b->stopping)
             break;
         pthread_mutex_unlock(&b->stop_lock);
-        /* PASSIVE: copies what no reader still needs, never waits for or blocks a writer. */
-        sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        checkpoint(b, db);
         pthread_mutex_lock(&b->stop_lock);
     }
     pthread_mutex_unlock(&b->stop_lock);
@@ -738,6 +761,8 @@ static int be_commit(struct bso_session *s)
         tx_step(s, ST_ROLLBACK);
     }
     ss(s)->in_tx = false;
+    if (ss(s)->holds_write_lock && atomic_exchange(&ss(s)->backend->catch_up, false))
+        sqlite3_wal_checkpoint_v2(ss(s)->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
     release_write_lock(ss(s));
     return rc;
 }

@@ -7,6 +7,7 @@ import re
 import subprocess
 import tempfile
 import threading
+import time
 import unittest
 
 from harness import Server
@@ -104,6 +105,82 @@ class Bench(unittest.TestCase):
         self.assertEqual(out.returncode, 2)
         self.assertIn("--database is required", out.stderr)
 
+    def test_several_client_threads(self):
+        r = self.run_against_server("--threads", "3", "--concurrency", "7")[0]
+        self.assertEqual((r["errors"], r["verify_problems"]), (0, 0))
+        self.assertGreater(r["endpoints"]["end_trial"]["latency_ms"]["count"], 0)
+
+    def test_server_that_goes_away(self):
+        """The server stops in the middle of the run: requests fail and are counted, the
+        bench neither hangs nor crashes, and ends on time."""
+        srv = Server()
+        srv.__enter__()
+        try:
+            proc = subprocess.Popen([BENCH, "--url", "http://127.0.0.1:%d" % srv.port,
+                                     "--duration", "2", "--jobs", "8", "--concurrency", "4",
+                                     "--threads", "2", "--json"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1)
+        finally:
+            srv.__exit__(None, None, None)
+        out, err = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, 0, err)
+        r = json.loads(out)
+        self.assertGreater(r["errors"], 0)
+        self.assertLess(r["errors"], 10000)  # failed connections are retried calmly
+        self.assertGreater(r["requests"], 0)
+        self.assertIn("first error", err)
+
+    def test_chunked_answers_and_closed_connections(self):
+        """A server that answers in chunks and closes every connection after one answer."""
+        count = {"n": 0}
+
+        class Chunky(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def answer(self, status, body):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                for piece in (data[:5], data[5:]):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
+                count["n"] += 1
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path == "/jobs":
+                    return self.answer(201, {})
+                self.answer(200, {"stop_train": count["n"] % 3 == 0, "converged": False,
+                                  "message": "ok"})
+
+            def do_PATCH(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.answer(200, None)
+
+            def do_GET(self):
+                self.answer(200, {"job_id": "j", "batch_size": 64, "trial_number": count["n"]})
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Chunky)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        try:
+            out = bench("--url", "http://127.0.0.1:%d" % httpd.server_address[1], "--duration",
+                        "1", "--jobs", "2", "--concurrency", "2", "--json")
+        finally:
+            httpd.shutdown()
+        self.assertEqual(out.returncode, 0, out.stderr)
+        r = json.loads(out.stdout)
+        self.assertEqual(r["errors"], 0, out.stderr)
+        self.assertGreater(r["endpoints"]["report"]["latency_ms"]["count"], 0)
+        self.assertGreater(r["endpoints"]["end_trial"]["latency_ms"]["count"], 0)
+
     def test_only_predict(self):
         r = self.run_against_server("--only", "predict")[0]
         self.assertEqual(set(r["endpoints"]), {"register", "predict"})
@@ -123,6 +200,7 @@ class Bench(unittest.TestCase):
                           (["--duration", "soon", "--url", "http://x"], "--duration"),
                           (["--only", "delete", "--url", "http://x"], "--only"),
                           (["--sizes", "257", "--url", "http://x"], "--sizes"),
+                          (["--threads", "0", "--url", "http://x"], "--threads"),
                           ([], "--url is required"), (["--frobnicate", "1"], "unknown option")):
             with self.subTest(args=args):
                 out = bench(*args)
