@@ -18,6 +18,7 @@ done
 BENCH_ARGS=("$@")
 PORT=${PORT:-$((18100 + RANDOM % 1000))}
 results=()
+steals=()
 for ((i = 1; i <= RUNS; i++)); do
     dir=$(mktemp -d /tmp/bso-bench.XXXXXX)
     [ -n "${DB_TEMPLATE:-}" ] && cp "$DB_TEMPLATE" "$dir/bso.db"
@@ -29,10 +30,16 @@ for ((i = 1; i <= RUNS; i++)); do
         curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break
         sleep 0.1
     done
+    read -r _ u n s idle w irq sirq steal _ < <(grep '^cpu ' /proc/stat)
     results+=("$("$BUILD/bso-bench" --url "http://127.0.0.1:$PORT" --server-pid "$pid" --json \
         "${BENCH_ARGS[@]}")")
+    # The share of the run the hypervisor gave the machine's CPUs to someone else.
+    read -r _ u2 n2 s2 idle2 w2 irq2 sirq2 steal2 _ < <(grep '^cpu ' /proc/stat)
+    total=$(((u2 + n2 + s2 + idle2 + w2 + irq2 + sirq2 + steal2) - (u + n + s + idle + w + irq + sirq + steal)))
+    steals+=("$((100 * (steal2 - steal) / (total > 0 ? total : 1)))")
     kill "$pid"
     wait "$pid" || true
     rm -rf "$dir"
 done
 printf '%s\n' "${results[@]}" | python3 bench/median.py
+echo "CPU steal of each run (%): ${steals[*]}"

@@ -64,7 +64,7 @@ static int usage(FILE *f)
             "--server-pid also the server's peak RSS and CPU seconds. --verify reads every job\n"
             "back (BSO's read API) and checks trial numbers and acknowledged reports; it exits\n"
             "1 when an invariant fails or any request failed. Jobs offer N batch sizes\n"
-            "(default 8). T threads drive the C clients (default 1), each with epoll.\n"
+            "(default 8). T threads drive the C clients with epoll (default: one per CPU).\n"
             "--policy-cpu times the policy core itself, in-process, per predict\n"
             "and per report, under each policy, for S seconds of CPU each.\n");
     return f == stdout ? 0 : 2;
@@ -86,7 +86,7 @@ static int parse(int argc, char **argv, struct options *o)
 {
     *o = (struct options){.jobs = 64,
                           .concurrency = 8,
-                          .threads = 1,
+                          .threads = 0, /* the CPUs', at most one per client */
                           .duration_s = 10,
                           .epochs = 10,
                           .mode = BSO_MODE_MIXED,
@@ -169,6 +169,10 @@ static int parse(int argc, char **argv, struct options *o)
         return fail("--url is required (see --help)");
     if (strncmp(o->url, "http://", 7) != 0)
         return fail("--url must be http://HOST[:PORT], not '%s'", o->url);
+    if (o->threads == 0) {
+        const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        o->threads = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 1;
+    }
     if (o->threads > o->concurrency)
         o->threads = o->concurrency;
     return 0;

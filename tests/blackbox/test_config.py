@@ -42,6 +42,32 @@ class Config(unittest.TestCase):
             self.assertIn("schema version 3", out.stdout)
             self.assertTrue(os.path.exists(os.path.join(d, "x.db")))
 
+    def test_one_server_per_database(self):
+        """A second server, or a migration, on a database a server is serving is refused
+        (the first keeps jobs in memory); once it stops, the file is free again."""
+        with Server() as srv:
+            self.assertEqual(srv.register(fake_job("test-own"))[0], 201)
+            for args in ([], ["migrate"]):
+                out = run(args + ["--database", srv.database, "--port", "0"])
+                self.assertEqual(out.returncode, 1, out.stderr)
+                self.assertIn("in use by another bso-server", out.stderr)
+            self.assertEqual(srv.request("GET", "/jobs/test-own")[0], 200)
+            srv.stop()
+            out = run(["migrate", "--database", srv.database])
+            self.assertEqual(out.returncode, 0, out.stderr)
+            srv.start()
+            self.assertEqual(srv.request("GET", "/jobs/test-own")[0], 200)
+
+    def test_cache_setting(self):
+        self.assertIn("--cache-mb", run(["--help"]).stdout)
+        for bad in ("-1", "lots"):
+            out = run(["--cache-mb", bad, "--port", "0"])
+            self.assertEqual(out.returncode, 2)
+            self.assertIn("--cache-mb", out.stderr)
+        with Server(args=["--cache-mb", "0"]) as srv:  # no cache: everything from SQLite
+            self.assertEqual(srv.register(fake_job("test-nocache"))[0], 201)
+            self.assertEqual(srv.predict("test-nocache")[0], 200)
+
     def test_precedence_and_zeus_variables(self):
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, ".env"), "w") as f:
