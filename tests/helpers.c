@@ -5,6 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+int make_temp_dir(char *dir, size_t cap, const char *prefix)
+{
+    snprintf(dir, cap, "/tmp/%s-XXXXXX", prefix);
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+int remove_temp_dir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 void set_batch_sizes(struct bso_job_spec *spec, const int64_t *sizes, size_t n)
 {
     memcpy(spec->batch_sizes, sizes, n * sizeof(*sizes));

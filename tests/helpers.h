@@ -12,6 +12,11 @@
 #include "core/job.h"
 #include "core/spec.h"
 
+/* A fresh directory "/tmp/<prefix>-XXXXXX" written into dir (cap >= 64); 0, or -1. */
+int make_temp_dir(char *dir, size_t cap, const char *prefix);
+/* Removes dir and everything in it; 0, or -1. */
+int remove_temp_dir(const char *dir);
+
 /* Sets the spec's batch sizes. */
 void set_batch_sizes(struct bso_job_spec *spec, const int64_t *sizes, size_t n);
 

@@ -21,8 +21,7 @@ static char dir[64];
 static int make_dir(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/bso-cache-XXXXXX");
-    if (!mkdtemp(dir))
+    if (make_temp_dir(dir, sizeof dir, "bso-cache") < 0)
         return -1;
     bso_log_setup(BSO_LOG_ERROR, BSO_LOG_TEXT, 2);
     return 0;
@@ -31,9 +30,7 @@ static int make_dir(void **state)
 static int remove_dir(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return remove_temp_dir(dir);
 }
 
 static struct bso_store *open_store(const char *name, size_t cache_bytes)

@@ -29,8 +29,7 @@ static void nap_ms(long ms)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/bso-mon-XXXXXX");
-    if (!mkdtemp(dir))
+    if (make_temp_dir(dir, sizeof dir, "bso-mon") < 0)
         return -1;
     snprintf(script, sizeof script, "%s/nvml.txt", dir);
     snprintf(powercap, sizeof powercap, "%s/powercap", dir);
@@ -45,9 +44,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return remove_temp_dir(dir);
 }
 
 static bso_monitor *open_monitor(const char *nvml_script)

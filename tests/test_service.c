@@ -20,8 +20,7 @@ static char url[128];
 static int make_dir(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/bso-test-XXXXXX");
-    if (!mkdtemp(dir))
+    if (make_temp_dir(dir, sizeof dir, "bso-test") < 0)
         return -1;
     snprintf(url, sizeof url, "sqlite:///%s/bso.db", dir);
     bso_log_setup(BSO_LOG_ERROR, BSO_LOG_TEXT, 2);
@@ -31,9 +30,7 @@ static int make_dir(void **state)
 static int remove_dir(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return remove_temp_dir(dir);
 }
 
 static struct bso_store *open_store(const char *u)

@@ -165,7 +165,7 @@ static const struct option options[] = {
      set_db_connections},
     {"--cache-mb", "BSO_CACHE_MB", NULL, "N",
      "memory in MiB for the jobs kept in memory, so reads skip the database (SQLite, "
-     "--durability normal); 0: none (default 8)",
+     "--durability normal); 0: none (default 4)",
      set_cache_mb},
     {"--timeout", "BSO_TIMEOUT", NULL, "SECONDS", "idle connection timeout (default 60)",
      set_timeout},
@@ -226,7 +226,7 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
     cfg->max_body = 1024 * 1024;
     cfg->max_connections = 1024;
     cfg->timeout_s = 60;
-    cfg->cache_mb = 8;
+    cfg->cache_mb = 4;
 
     struct bso_dotenv env;
     const char *path = dotenv_path ? dotenv_path : ".env";

@@ -35,12 +35,7 @@ struct image {
     unsigned char spec_tail[SPEC_TAIL];
     int64_t *sizes;
     size_t n_sizes;
-    enum bso_stage stage;
-    bool has_min_cost;
-    double min_cost;
-    int64_t min_cost_batch_size;
-    bso_rng rng;
-    int64_t last_trial_number;
+    struct bso_jobcache_row row;
     struct bso_bs_stat *stats; /* n_sizes of them for the bso policy, else NULL */
     struct bso_trial *trials;  /* ascending number */
     size_t n_trials, cap_trials;
@@ -153,15 +148,18 @@ static struct bso_arm *copy_arms(const struct bso_arm *src, size_t n)
     return a;
 }
 
-static void set_row(struct image *img, enum bso_stage stage, bool has_min_cost, double min_cost,
-                    int64_t min_cost_batch_size, const bso_rng *rng, int64_t last_trial_number)
+static struct bso_jobcache_row row_of(const struct bso_job *job)
 {
-    img->stage = stage;
-    img->has_min_cost = has_min_cost;
-    img->min_cost = has_min_cost ? stored(min_cost) : 0.0;
-    img->min_cost_batch_size = min_cost_batch_size;
-    img->rng = *rng;
-    img->last_trial_number = last_trial_number;
+    return (struct bso_jobcache_row){job->stage,    job->has_min_cost,
+                                     job->min_cost, job->min_cost_batch_size,
+                                     job->rng,      job->last_trial_number};
+}
+
+/* The row as the database holds it once written. */
+static struct bso_jobcache_row stored_row(struct bso_jobcache_row r)
+{
+    r.min_cost = r.has_min_cost ? stored(r.min_cost) : 0.0;
+    return r;
 }
 
 /* An image of a job loaded with every part. */
@@ -178,8 +176,7 @@ static struct image *image_from_job(const struct bso_job *job)
     if (!img->sizes)
         goto oom;
     memcpy(img->sizes, sp->batch_sizes, img->n_sizes * sizeof *img->sizes);
-    set_row(img, job->stage, job->has_min_cost, job->min_cost, job->min_cost_batch_size, &job->rng,
-            job->last_trial_number);
+    img->row = stored_row(row_of(job));
     if (sp->policy == BSO_POLICY_BSO) {
         img->stats = malloc(img->n_sizes * sizeof *img->stats + 1);
         if (!img->stats)
@@ -217,24 +214,25 @@ static int copy_out(const struct image *img, unsigned load, struct bso_job *job)
     memcpy(sp, img->spec_head, SPEC_HEAD);
     memcpy((unsigned char *)sp + SPEC_TAIL_AT, img->spec_tail, SPEC_TAIL);
     memcpy(sp->batch_sizes, img->sizes, img->n_sizes * sizeof *img->sizes);
-    job->stage = img->stage;
-    job->has_min_cost = img->has_min_cost;
-    job->min_cost = img->min_cost;
-    job->min_cost_batch_size = img->min_cost_batch_size;
-    job->rng = img->rng;
-    job->last_trial_number = img->last_trial_number;
+    const struct bso_jobcache_row *r = &img->row;
+    job->stage = r->stage;
+    job->has_min_cost = r->has_min_cost;
+    job->min_cost = r->min_cost;
+    job->min_cost_batch_size = r->min_cost_batch_size;
+    job->rng = r->rng;
+    job->last_trial_number = r->last_trial_number;
     if (img->stats)
         memcpy(job->stats, img->stats, img->n_sizes * sizeof *img->stats);
     else
         bso_job_clear_stats(job);
-    if ((load & BSO_LOAD_TRIALS) && img->stage == BSO_STAGE_PRUNING && img->n_trials) {
+    if ((load & BSO_LOAD_TRIALS) && img->row.stage == BSO_STAGE_PRUNING && img->n_trials) {
         job->trials = malloc(img->n_trials * sizeof *job->trials);
         if (!job->trials)
             return BSO_ENOMEM;
         memcpy(job->trials, img->trials, img->n_trials * sizeof *job->trials);
         job->n_trials = job->cap_trials = img->n_trials;
     }
-    if ((load & BSO_LOAD_ARMS) && img->stage == BSO_STAGE_MAB && img->n_arms) {
+    if ((load & BSO_LOAD_ARMS) && img->row.stage == BSO_STAGE_MAB && img->n_arms) {
         if (!(job->arms = copy_arms(img->arms, img->n_arms))) {
             bso_job_clear(job);
             return BSO_ENOMEM;
@@ -454,9 +452,8 @@ static int apply_change(struct image *img, const struct bso_jobcache_change *chg
         return BSO_ENOMEM;
     const unsigned job_row = BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST;
     if ((ch & job_row) || ((ch & BSO_CHANGED_TRIAL) && chg->trial_is_new)) {
-        set_row(img, chg->stage, chg->has_min_cost, chg->min_cost, chg->min_cost_batch_size,
-                &chg->rng, chg->last_trial_number);
-        if (img->stage == BSO_STAGE_MAB)
+        img->row = stored_row(chg->row);
+        if (img->row.stage == BSO_STAGE_MAB)
             img->all_trials = false;
     }
     trim_trials(img);
@@ -534,12 +531,7 @@ int bso_jobcache_change_init(struct bso_jobcache_change *chg, const struct bso_j
     memset(chg, 0, sizeof *chg);
     snprintf(chg->job_id, sizeof chg->job_id, "%s", job->spec.job_id);
     chg->changed = changed;
-    chg->stage = job->stage;
-    chg->has_min_cost = job->has_min_cost;
-    chg->min_cost = job->min_cost;
-    chg->min_cost_batch_size = job->min_cost_batch_size;
-    chg->rng = job->rng;
-    chg->last_trial_number = job->last_trial_number;
+    chg->row = row_of(job);
     if ((changed & BSO_CHANGED_TRIAL) && trial) {
         chg->trial = *trial;
         chg->trial_is_new = trial_is_new;

@@ -23,18 +23,22 @@
 
 struct bso_jobcache;
 
-/* What one committed bso_session_save changed, copied so it outlives the caller's job. */
-struct bso_jobcache_change {
-    char job_id[BSO_JOB_ID_MAX + 1];
-    unsigned changed; /* BSO_CHANGED_* */
-    bool drop;        /* the job was deleted (or may have changed): forget it */
-    /* The job row. */
+/* A job's own row: what a save writes besides its trials, arms and statistics. */
+struct bso_jobcache_row {
     enum bso_stage stage;
     bool has_min_cost;
     double min_cost;
     int64_t min_cost_batch_size;
     bso_rng rng;
     int64_t last_trial_number;
+};
+
+/* What one committed bso_session_save changed, copied so it outlives the caller's job. */
+struct bso_jobcache_change {
+    char job_id[BSO_JOB_ID_MAX + 1];
+    unsigned changed; /* BSO_CHANGED_* */
+    bool drop;        /* the job was deleted (or may have changed): forget it */
+    struct bso_jobcache_row row;
     /* BSO_CHANGED_TRIAL */
     struct bso_trial trial;
     bool trial_is_new;

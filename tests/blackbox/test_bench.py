@@ -20,6 +20,36 @@ def bench(*args):
     return subprocess.run([BENCH] + list(args), capture_output=True, text=True, timeout=120)
 
 
+class FakeHandler(http.server.BaseHTTPRequestHandler):
+    """What the fake servers below share: HTTP/1.1, quiet, JSON answers."""
+    protocol_version = "HTTP/1.1"
+    chunked = False
+
+    def log_message(self, *a):
+        pass
+
+    def answer(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        if not self.chunked:
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for piece in (data[:5], data[5:]):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        self.wfile.write(b"0\r\n\r\n")
+        self.close_connection = True
+
+    def body(self):
+        n = int(self.headers.get("Content-Length", 0))
+        return json.loads(self.rfile.read(n) or b"null")
+
+
 class Bench(unittest.TestCase):
     def run_against_server(self, *extra, server_args=()):
         """The bench's JSON, and what the server then holds: its jobs' stages and every
@@ -135,34 +165,22 @@ class Bench(unittest.TestCase):
         """A server that answers in chunks and closes every connection after one answer."""
         count = {"n": 0}
 
-        class Chunky(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
+        class Chunky(FakeHandler):
+            chunked = True
 
             def answer(self, status, body):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for piece in (data[:5], data[5:]):
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                self.wfile.write(b"0\r\n\r\n")
-                self.close_connection = True
+                super().answer(status, body)
                 count["n"] += 1
 
             def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.body()
                 if self.path == "/jobs":
                     return self.answer(201, {})
                 self.answer(200, {"stop_train": count["n"] % 3 == 0, "converged": False,
                                   "message": "ok"})
 
             def do_PATCH(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.body()
                 self.answer(200, None)
 
             def do_GET(self):
@@ -216,24 +234,7 @@ class Bench(unittest.TestCase):
         trials = {}
         lock = threading.Lock()
 
-        class Lossy(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def answer(self, status, body):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def body(self):
-                n = int(self.headers.get("Content-Length", 0))
-                return json.loads(self.rfile.read(n) or b"null")
-
+        class Lossy(FakeHandler):
             def do_POST(self):
                 b = self.body()
                 if self.path == "/jobs":
