@@ -22,6 +22,7 @@
 
 #include "bso/error.h"
 #include "core/pyfmt.h"
+#include "store/columns.h"
 #include "store/store_impl.h"
 
 /* Schema migrations, in order. Migration i brings user_version from i to i + 1. Never edit one
@@ -798,94 +799,15 @@ static int step_done(struct bso_session *s, sqlite3_stmt *st, const char *what)
 }
 
 /* Name lookups for the enum columns. */
-static int parse_type(const char *t)
-{
-    return strcmp(t, "MAB") == 0          ? BSO_TRIAL_MAB
-           : strcmp(t, "Concurrent") == 0 ? BSO_TRIAL_CONCURRENT
-                                          : BSO_TRIAL_EXPLORATION;
-}
-
-static int parse_status(const char *t)
-{
-    return strcmp(t, "Succeeded") == 0 ? BSO_TRIAL_SUCCEEDED
-           : strcmp(t, "Failed") == 0  ? BSO_TRIAL_FAILED
-                                       : BSO_TRIAL_DISPATCHED;
-}
-
 static void read_trial(sqlite3_stmt *st, struct bso_trial *t)
 {
     t->number = sqlite3_column_int64(st, 0);
     t->batch_size = sqlite3_column_int64(st, 1);
-    t->type = parse_type(col_text(st, 2));
-    t->status = parse_status(col_text(st, 3));
+    t->type = bso_column_trial_type(col_text(st, 2));
+    t->status = bso_column_trial_status(col_text(st, 3));
     t->time = sqlite3_column_double(st, 4);
     t->energy = sqlite3_column_double(st, 5);
     t->converged = sqlite3_column_int(st, 6) != 0;
-}
-
-/* Batch sizes are stored as "[8, 16, 32]" (bso_pyintlist_repr) and read back here. */
-static int parse_sizes(const char *text, struct bso_job_spec *spec)
-{
-    const char *p = text;
-    size_t n = 0;
-    if (*p++ != '[')
-        return BSO_EPARSE;
-    while (*p && *p != ']') {
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || n >= BSO_MAX_BATCH_SIZES)
-            return BSO_EPARSE;
-        spec->batch_sizes[n++] = v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    spec->n_batch_sizes = n;
-    return *p == ']' ? 0 : BSO_EPARSE;
-}
-
-/* "[[n,reward],...]" <-> an arm's recent rewards; %.17g keeps every bit. */
-static char *format_recent(const struct bso_arm *a)
-{
-    size_t cap = 3 + a->n_recent * 48;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    size_t o = 0;
-    buf[o++] = '[';
-    for (size_t i = 0; i < a->n_recent; i++)
-        o += (size_t)snprintf(buf + o, cap - o, "%s[%" PRId64 ",%.17g]", i ? "," : "",
-                              a->recent[i].trial_number, a->recent[i].reward);
-    buf[o++] = ']';
-    buf[o] = '\0';
-    return buf;
-}
-
-static int parse_recent(const char *text, struct bso_arm *a)
-{
-    size_t n = 0;
-    for (const char *p = text; *p; p++)
-        n += *p == '[';
-    n = n > 0 ? n - 1 : 0;
-    a->recent = n ? malloc(n * sizeof(*a->recent)) : NULL;
-    if (n && !a->recent)
-        return BSO_ENOMEM;
-    a->cap_recent = n;
-    a->n_recent = 0;
-    const char *p = text + 1;
-    while (a->n_recent < n) {
-        p = strchr(p, '[');
-        if (!p)
-            return BSO_EPARSE;
-        char *end;
-        long long number = strtoll(p + 1, &end, 10);
-        if (*end != ',')
-            return BSO_EPARSE;
-        double reward = strtod(end + 1, &end);
-        if (*end != ']')
-            return BSO_EPARSE;
-        a->recent[a->n_recent++] = (struct bso_reward){number, reward};
-        p = end;
-    }
-    return 0;
 }
 
 static int load_trials(struct bso_session *s, const char *job_id, struct bso_job *job)
@@ -937,7 +859,7 @@ static int load_arms(struct bso_session *s, const char *job_id, struct bso_job *
         a->reward_precision = sqlite3_column_double(st, 3);
         a->num_observations = sqlite3_column_int64(st, 4);
         a->n_results = sqlite3_column_int64(st, 5);
-        int prc = parse_recent(col_text(st, 6), a);
+        int prc = bso_column_parse_recent(col_text(st, 6), a);
         if (prc < 0) {
             sqlite3_reset(st);
             return bso_session_fail(s, prc, "arm %" PRId64 " of job %s: bad reward window",
@@ -1020,7 +942,7 @@ static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
     sp->has_job_id = true;
     snprintf(sp->job_id, sizeof sp->job_id, "%s", col_text(st, 0));
     snprintf(sp->job_id_prefix, sizeof sp->job_id_prefix, "%s", col_text(st, 1));
-    int bad = parse_sizes(col_text(st, 2), sp);
+    int bad = bso_column_parse_sizes(col_text(st, 2), sp);
     sp->default_batch_size = sqlite3_column_int64(st, 3);
     sp->eta_knob = sqlite3_column_double(st, 4);
     sp->has_beta_knob = sqlite3_column_type(st, 5) != SQLITE_NULL;
@@ -1157,7 +1079,7 @@ static int write_arm(struct bso_session *s, const char *job_id, const struct bso
     sqlite3_stmt *st = stmt(s, is_new ? ST_INSERT_ARM : ST_UPDATE_ARM);
     if (!st)
         return BSO_EIO;
-    char *recent = format_recent(a);
+    char *recent = bso_column_format_recent(a);
     if (!recent)
         return bso_session_fail(s, BSO_ENOMEM, "out of memory");
     bind_text(st, 1, job_id);
@@ -1296,7 +1218,7 @@ static int be_count_trials(struct bso_session *s, const char *job_id, int64_t co
     counts[0] = counts[1] = counts[2] = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-        counts[parse_status(col_text(st, 0))] = sqlite3_column_int64(st, 1);
+        counts[bso_column_trial_status(col_text(st, 0))] = sqlite3_column_int64(st, 1);
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_fail(s, "count trials");
 }
