@@ -19,7 +19,9 @@ static int migrate(const struct bso_config *cfg)
     if (cfg->migrate_sql) {
         const char *sql = bso_store_migrations_sql(cfg->database);
         if (!sql) {
-            fprintf(stderr, "bso: unsupported database URL '%s'\n", cfg->database);
+            char shown[sizeof cfg->database];
+            fprintf(stderr, "bso: unsupported database URL '%s'\n",
+                    bso_store_redact_url(cfg->database, shown, sizeof shown));
             return 2;
         }
         fputs(sql, stdout);
@@ -33,7 +35,9 @@ static int migrate(const struct bso_config *cfg)
         fprintf(stderr, "bso-server: %s\n", err);
         return 1;
     }
-    printf("%s: schema version %d\n", cfg->database, bso_store_schema_version(store));
+    char shown[sizeof cfg->database];
+    printf("%s: schema version %d\n", bso_store_redact_url(cfg->database, shown, sizeof shown),
+           bso_store_schema_version(store));
     bso_store_close(store);
     return 0;
 }
@@ -63,8 +67,10 @@ static int serve(const struct bso_config *cfg)
         bso_store_close(store);
         return 1;
     }
+    char shown[sizeof cfg->database];
     log_info("bso-server %s listening on http://%s:%d (database %s, schema %d, %d threads)",
-             BSO_VERSION, cfg->host, bso_server_port(srv), cfg->database,
+             BSO_VERSION, cfg->host, bso_server_port(srv),
+             bso_store_redact_url(cfg->database, shown, sizeof shown),
              bso_store_schema_version(store), cfg->threads);
 
     int sig = 0;

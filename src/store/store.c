@@ -30,6 +30,11 @@ static const struct {
     {"sqlite:///", &bso_sqlite_ops},
     {"sqlite+aiosqlite:///", &bso_sqlite_ops}, /* Zeus's async driver URL */
     {"sqlite+pysqlite:///", &bso_sqlite_ops},
+    {"postgresql://", &bso_postgres_ops},
+    {"postgres://", &bso_postgres_ops},
+    {"postgresql+asyncpg://", &bso_postgres_ops}, /* Zeus's async driver URL */
+    {"postgresql+psycopg://", &bso_postgres_ops},
+    {"postgresql+psycopg2://", &bso_postgres_ops},
 };
 
 static const struct bso_store_ops *pick(const char *url, const char **target)
@@ -42,6 +47,25 @@ static const struct bso_store_ops *pick(const char *url, const char **target)
         }
     }
     return NULL;
+}
+
+const char *bso_store_redact_url(const char *url, char *buf, size_t cap)
+{
+    /* scheme://user:password@host... : the password is what lies between the first ':'
+     * after "//" and the last '@' before the path. */
+    const char *auth = strstr(url, "//");
+    const char *end = auth ? auth + 2 + strcspn(auth + 2, "/?") : NULL;
+    const char *at = NULL;
+    for (const char *p = auth ? auth + 2 : url; end && p < end; p++)
+        if (*p == '@')
+            at = p;
+    const char *colon = at ? memchr(auth + 2, ':', (size_t)(at - auth - 2)) : NULL;
+    if (!colon) {
+        snprintf(buf, cap, "%s", url);
+        return buf;
+    }
+    snprintf(buf, cap, "%.*s***%s", (int)(colon + 1 - url), url, at);
+    return buf;
 }
 
 int bso_session_fail(struct bso_session *s, int code, const char *fmt, ...)
@@ -59,10 +83,12 @@ int bso_store_open(const char *url, const struct bso_store_options *opt, struct 
     const char *target;
     const struct bso_store_ops *ops = url ? pick(url, &target) : NULL;
     if (!ops) {
+        char shown[512];
         snprintf(err, errcap,
                  "unsupported database URL '%s': use sqlite:///relative.db, "
-                 "sqlite:////absolute/path.db or sqlite:///:memory:",
-                 url ? url : "");
+                 "sqlite:////absolute/path.db, sqlite:///:memory: or "
+                 "postgresql://user:password@host:port/database",
+                 url ? bso_store_redact_url(url, shown, sizeof shown) : "");
         return BSO_EINVAL;
     }
     struct bso_store *s = calloc(1, sizeof(*s));

@@ -37,6 +37,9 @@ struct bso_store_options {
  * migrating the schema. On failure returns a negative code and a sentence in err. */
 int bso_store_open(const char *url, const struct bso_store_options *opt, struct bso_store **out,
                    char *err, size_t errcap);
+/* url with any password replaced by "***", for logs and messages. */
+const char *bso_store_redact_url(const char *url, char *buf, size_t cap);
+
 /* Closes the store; every session must have been released. NULL is a no-op. */
 void bso_store_close(struct bso_store *store);
 /* The backend's name ("sqlite") and its schema version. */

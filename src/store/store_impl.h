@@ -64,6 +64,7 @@ struct bso_store_ops {
 };
 
 extern const struct bso_store_ops bso_sqlite_ops;
+extern const struct bso_store_ops bso_postgres_ops;
 
 /* Sets s->errmsg from a format; returns code. */
 int bso_session_fail(struct bso_session *s, int code, const char *fmt, ...)

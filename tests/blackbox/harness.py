@@ -1,8 +1,12 @@
 """Starts the real bso-server binary on 127.0.0.1 and a free port, and talks HTTP to it.
 
 Requests are sent the way Zeus's Python client sends them: JSON bodies with no Content-Type.
-The binary comes from $BSO_SERVER_BIN (ctest sets it).
+The binary comes from $BSO_SERVER_BIN (ctest sets it). With $BSO_TEST_POSTGRES_URL_FILE (a
+file holding a PostgreSQL cluster's URL, as scripts/pg-cluster.sh prints it), every Server gets a
+fresh database on that cluster instead of a SQLite file: the same tests then check the
+PostgreSQL backend. Tests about SQLite itself are marked @sqlite_only.
 """
+import itertools
 import http.client
 import json
 import os
@@ -12,14 +16,32 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 
 BIN = os.environ.get("BSO_SERVER_BIN", "bso-server")
+
+_pg_file = os.environ.get("BSO_TEST_POSTGRES_URL_FILE")
+PG_URL = open(_pg_file).read().strip() if _pg_file else None
+_pg_names = itertools.count()
+
+# A test that is about SQLite itself (its files, fsync, the file lock).
+sqlite_only = unittest.skipIf(PG_URL, "about SQLite")
+
+
+def fresh_database(tmpdir):
+    """A new, empty database: a SQLite file in tmpdir, or a database on the test cluster."""
+    if not PG_URL:
+        return "sqlite:///%s/bso.db" % tmpdir
+    name = "bso_%d_%d" % (os.getpid(), next(_pg_names))
+    subprocess.run(["psql", PG_URL, "-qc", "CREATE DATABASE %s" % name], check=True,
+                   capture_output=True)
+    return PG_URL.rsplit("/", 1)[0] + "/" + name
 
 
 class Server:
     def __init__(self, database=None, args=(), env=None, cwd=None):
         self.tmp = tempfile.TemporaryDirectory(prefix="bso-bb-")
-        self.database = database or "sqlite:///%s/bso.db" % self.tmp.name
+        self.database = database or fresh_database(self.tmp.name)
         self.args = list(args)
         self.env = dict(os.environ, **(env or {}))
         self.cwd = cwd or self.tmp.name

@@ -6,7 +6,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import BIN, Server, fake_job
+from harness import BIN, Server, fake_job, sqlite_only
 
 
 def run(args, env=None, cwd=None):
@@ -42,6 +42,7 @@ class Config(unittest.TestCase):
             self.assertIn("schema version 3", out.stdout)
             self.assertTrue(os.path.exists(os.path.join(d, "x.db")))
 
+    @sqlite_only
     def test_one_server_per_database(self):
         """A second server, or a migration, on a database a server is serving is refused
         (the first keeps jobs in memory); once it stops, the file is free again."""

@@ -1,0 +1,36 @@
+#!/bin/sh
+# A throwaway PostgreSQL cluster for tests and benchmarks, on loopback and a free port.
+#   scripts/pg-cluster.sh start DIR   initdb in DIR, start it, print its URL
+#   scripts/pg-cluster.sh stop DIR    stop it and remove DIR
+# Run as root, the server runs as the `postgres` user (initdb refuses root). fsync is off: the
+# data is thrown away anyway.
+set -eu
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -n "$bin" ] || { echo "pg-cluster: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
+as_pg() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+case $cmd in
+start)
+    mkdir -p "$dir"
+    [ "$(id -u)" -ne 0 ] || chown postgres "$dir"
+    as_pg "$bin/initdb" -D "$dir/data" -U bso --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 ||
+        { cat "$dir/initdb.log" >&2; exit 1; }
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -o \
+        "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
+        start >/dev/null || { cat "$dir/data/server.log" >&2; exit 1; }
+    echo "postgresql://bso@127.0.0.1:$port/postgres"
+    ;;
+stop)
+    [ ! -d "$dir/data" ] || as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$dir"
+    ;;
+*)
+    echo "usage: $0 start|stop DIR" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,1054 @@
+/*
+ * PostgreSQL storage on libpq, behind the same interface as SQLite (store.h), for several
+ * bso-server replicas in front of one database.
+ *
+ * Correct across processes: a write transaction first takes a transaction-scoped advisory lock
+ * on its job id, so every replica's requests for one job take turns, and everything a request
+ * reads and writes (trial numbers, arms, statistics, the RNG state) happens under that lock
+ * in one transaction. Nothing is kept in memory between requests (the store's job cache stays
+ * off), so no replica can act on another's stale state. Reads run in REPEATABLE READ, one
+ * snapshot per request.
+ *
+ * A session is one connection, with its statements prepared on first use. When the database
+ * goes away, requests fail with BSO_EIO (the server answers 503) and the next request after a
+ * growing pause (0.1 s to 5 s) connects again.
+ */
+#include <inttypes.h>
+#include <libpq-fe.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bso/error.h"
+#include "core/pyfmt.h"
+#include "store/columns.h"
+#include "store/store_impl.h"
+
+/* Migrations, in order; migration i brings bso_schema.version from i to i + 1. Never edit one
+ * that has shipped; add another. Versions are numbered as SQLite's, so that a schema version
+ * means the same tables in both: PostgreSQL support came with SQLite's schema 3, all at once. */
+static const char *const migrations[] = {
+    "",
+    "",
+    "CREATE TABLE job (\n"
+    "  job_id TEXT COLLATE \"C\" PRIMARY KEY,  -- ordered bytewise, as SQLite orders it\n"
+    "  job_id_prefix TEXT NOT NULL,\n"
+    "  batch_sizes TEXT NOT NULL,\n"
+    "  default_batch_size BIGINT NOT NULL,\n"
+    "  eta_knob DOUBLE PRECISION NOT NULL,\n"
+    "  beta_knob DOUBLE PRECISION,\n"
+    "  target_metric DOUBLE PRECISION NOT NULL,\n"
+    "  higher_is_better_metric INTEGER NOT NULL,\n"
+    "  max_epochs BIGINT NOT NULL,\n"
+    "  num_pruning_rounds BIGINT NOT NULL,\n"
+    "  window_size BIGINT NOT NULL,\n"
+    "  mab_prior_mean DOUBLE PRECISION NOT NULL,\n"
+    "  mab_prior_precision DOUBLE PRECISION NOT NULL,\n"
+    "  mab_num_explorations BIGINT NOT NULL,\n"
+    "  mab_seed BIGINT,\n"
+    "  max_power DOUBLE PRECISION NOT NULL,\n"
+    "  number_of_gpus BIGINT NOT NULL,\n"
+    "  gpu_model TEXT NOT NULL,\n"
+    "  stage TEXT NOT NULL CHECK (stage IN ('Pruning', 'MAB')),\n"
+    "  min_cost DOUBLE PRECISION,\n"
+    "  min_cost_batch_size BIGINT NOT NULL,\n"
+    "  rng_state TEXT NOT NULL,\n"
+    "  last_trial_number BIGINT NOT NULL,\n"
+    "  created_at TEXT NOT NULL,\n"
+    "  policy TEXT NOT NULL DEFAULT 'zeus'\n"
+    ");\n"
+    "CREATE TABLE trial (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  trial_number BIGINT NOT NULL,\n"
+    "  batch_size BIGINT NOT NULL,\n"
+    "  type TEXT NOT NULL CHECK (type IN ('Exploration', 'Concurrent', 'MAB')),\n"
+    "  status TEXT NOT NULL CHECK (status IN ('Dispatched', 'Succeeded', 'Failed')),\n"
+    "  start_timestamp TEXT NOT NULL,\n"
+    "  end_timestamp TEXT,\n"
+    "  time DOUBLE PRECISION,\n"
+    "  energy DOUBLE PRECISION,\n"
+    "  converged INTEGER,\n"
+    "  energy_source TEXT,\n"
+    "  PRIMARY KEY (job_id, trial_number)\n"
+    ");\n"
+    "CREATE TABLE arm (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  batch_size BIGINT NOT NULL,\n"
+    "  param_mean DOUBLE PRECISION NOT NULL,\n"
+    "  param_precision DOUBLE PRECISION NOT NULL,\n"
+    "  reward_precision DOUBLE PRECISION NOT NULL,\n"
+    "  num_observations BIGINT NOT NULL,\n"
+    "  n_results BIGINT NOT NULL,\n"
+    "  recent TEXT NOT NULL,\n"
+    "  PRIMARY KEY (job_id, batch_size)\n"
+    ");\n"
+    "CREATE TABLE bs_stat (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  batch_size BIGINT NOT NULL,\n"
+    "  status INTEGER NOT NULL,\n"
+    "  runs BIGINT NOT NULL,\n"
+    "  successes BIGINT NOT NULL,\n"
+    "  sum_epochs DOUBLE PRECISION NOT NULL,\n"
+    "  sum_sq_epochs DOUBLE PRECISION NOT NULL,\n"
+    "  min_epochs DOUBLE PRECISION NOT NULL,\n"
+    "  cost_sum DOUBLE PRECISION NOT NULL,\n"
+    "  epochs_sum DOUBLE PRECISION NOT NULL,\n"
+    "  censored_epochs DOUBLE PRECISION NOT NULL,\n"
+    "  first_epoch_cost DOUBLE PRECISION NOT NULL,\n"
+    "  warm_first_sum DOUBLE PRECISION NOT NULL,\n"
+    "  warm_steady_sum DOUBLE PRECISION NOT NULL,\n"
+    "  PRIMARY KEY (job_id, batch_size)\n"
+    ");\n",
+};
+#define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
+
+/* Migrations hold this advisory lock, so replicas that start together migrate one at a time. */
+#define MIGRATION_LOCK "7316273261"
+
+/* The time as SQLite's strftime('%Y-%m-%dT%H:%M:%fZ', 'now') writes it. */
+#define NOW_TEXT                                                                                   \
+    "to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+enum stmt_id {
+    ST_LOCK_JOB,
+    ST_LOAD_JOB,
+    ST_LOAD_TRIALS,
+    ST_LOAD_ARMS,
+    ST_INSERT_JOB,
+    ST_UPDATE_JOB,
+    ST_INSERT_TRIAL,
+    ST_UPDATE_TRIAL,
+    ST_INSERT_ARM,
+    ST_UPDATE_ARM,
+    ST_LOAD_TRIAL,
+    ST_DELETE_JOB,
+    ST_JOB_EXISTS,
+    ST_LIST_JOBS,
+    ST_LIST_TRIALS,
+    ST_COUNT_TRIALS,
+    ST_LOAD_STATS,
+    ST_SAVE_STAT,
+    ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    /* Every writer of one job id takes this lock first, whichever replica it runs in. */
+    [ST_LOCK_JOB] = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))",
+    [ST_LOAD_JOB] =
+        "SELECT job_id, job_id_prefix, batch_sizes, default_batch_size, eta_knob, beta_knob,"
+        " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
+        " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
+        " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
+        " last_trial_number, policy FROM job WHERE job_id = $1",
+    [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
+                       " FROM trial WHERE job_id = $1 ORDER BY trial_number",
+    [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
+                     " num_observations, n_results, recent FROM arm WHERE job_id = $1"
+                     " ORDER BY batch_size",
+    [ST_INSERT_JOB] =
+        "INSERT INTO job (job_id, job_id_prefix, batch_sizes, default_batch_size, eta_knob,"
+        " beta_knob, target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds,"
+        " window_size, mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed,"
+        " max_power, number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
+        " last_trial_number, policy, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+        " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, " NOW_TEXT
+        ") ON CONFLICT (job_id) DO NOTHING",
+    [ST_UPDATE_JOB] = "UPDATE job SET stage = $2, min_cost = $3, min_cost_batch_size = $4,"
+                      " rng_state = $5, last_trial_number = $6 WHERE job_id = $1",
+    [ST_INSERT_TRIAL] =
+        "INSERT INTO trial (job_id, trial_number, batch_size, type, status, start_timestamp)"
+        " VALUES ($1, $2, $3, $4, $5, " NOW_TEXT ")",
+    [ST_UPDATE_TRIAL] =
+        "UPDATE trial SET status = $3, time = $4, energy = $5, converged = $6, energy_source = $7,"
+        " end_timestamp = " NOW_TEXT " WHERE job_id = $1 AND trial_number = $2",
+    [ST_INSERT_ARM] = "INSERT INTO arm (job_id, batch_size, param_mean, param_precision,"
+                      " reward_precision, num_observations, n_results, recent)"
+                      " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    [ST_UPDATE_ARM] = "UPDATE arm SET param_mean = $3, param_precision = $4,"
+                      " reward_precision = $5, num_observations = $6, n_results = $7,"
+                      " recent = $8 WHERE job_id = $1 AND batch_size = $2",
+    [ST_LOAD_TRIAL] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
+                      " FROM trial WHERE job_id = $1 AND trial_number = $2",
+    [ST_DELETE_JOB] = "DELETE FROM job WHERE job_id = $1",
+    [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = $1",
+    [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
+                     " min_cost_batch_size, created_at FROM job WHERE job_id > $1"
+                     " ORDER BY job_id LIMIT $2",
+    [ST_LIST_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged,"
+                       " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = $1"
+                       " AND trial_number > $2 ORDER BY trial_number LIMIT $3",
+    [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = $1 GROUP BY status",
+    [ST_LOAD_STATS] =
+        "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
+        " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
+        " warm_steady_sum FROM bs_stat WHERE job_id = $1",
+    [ST_SAVE_STAT] =
+        "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
+        " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
+        " first_epoch_cost, warm_first_sum, warm_steady_sum)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+        " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
+        " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
+        " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
+        " min_epochs = EXCLUDED.min_epochs, cost_sum = EXCLUDED.cost_sum,"
+        " epochs_sum = EXCLUDED.epochs_sum, censored_epochs = EXCLUDED.censored_epochs,"
+        " first_epoch_cost = EXCLUDED.first_epoch_cost,"
+        " warm_first_sum = EXCLUDED.warm_first_sum, warm_steady_sum = EXCLUDED.warm_steady_sum",
+};
+
+struct backend {
+    char conninfo[4096]; /* a postgresql:// URL libpq understands */
+    struct bso_store_options opt;
+    int schema_version;
+};
+
+struct pg_session {
+    struct bso_session base;
+    struct backend *b;
+    PGconn *conn;
+    uint32_t prepared; /* a bit per enum stmt_id, for this connection */
+    bool in_tx;
+    double retry_at; /* after a failed connection: not before this (monotonic s) */
+    double backoff;  /* the pause after the next failure */
+};
+
+static struct pg_session *ps(struct bso_session *s)
+{
+    return (struct pg_session *)s;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The connection's last error on one line. */
+static const char *conn_error(PGconn *c)
+{
+    static __thread char line[256];
+    snprintf(line, sizeof line, "%s", c ? PQerrorMessage(c) : "out of memory");
+    for (char *p = line; *p; p++)
+        if (*p == '\n')
+            *p = (p[1] ? ' ' : '\0');
+    return line;
+}
+
+/* ---- connections ---- */
+
+/* A new connection set up as every statement here expects: floats in full precision, UTC. */
+static PGconn *connect_db(const struct backend *b, char *err, size_t errcap)
+{
+    /* A database that does not answer fails the attempt after 5 s (the URL may say otherwise:
+     * its parameters come after ours and win). */
+    const char *const keys[] = {"connect_timeout", "dbname", NULL};
+    const char *const values[] = {"5", b->conninfo, NULL};
+    PGconn *c = PQconnectdbParams(keys, values, 1);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        snprintf(err, errcap, "cannot connect to PostgreSQL: %s", conn_error(c));
+        PQfinish(c);
+        return NULL;
+    }
+    PGresult *r = PQexec(c, "SET extra_float_digits = 3; SET application_name = 'bso-server'");
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        snprintf(err, errcap, "PostgreSQL: %s", conn_error(c));
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Makes sure the session has a working connection (a transaction is about to begin). */
+static int ensure_connection(struct pg_session *s)
+{
+    if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
+        return 0;
+    const double now = now_s();
+    if (now < s->retry_at)
+        return bso_session_fail(&s->base, BSO_EIO, "postgres: the database is unavailable");
+    PQfinish(s->conn);
+    s->prepared = 0;
+    char err[512];
+    s->conn = connect_db(s->b, err, sizeof err);
+    if (!s->conn) {
+        s->backoff = s->backoff > 0 ? (s->backoff * 2 < 5.0 ? s->backoff * 2 : 5.0) : 0.1;
+        s->retry_at = now + s->backoff;
+        return bso_session_fail(&s->base, BSO_EIO, "postgres: %s", err);
+    }
+    s->backoff = 0;
+    return 0;
+}
+
+/* ---- statements ---- */
+
+#define MAX_PARAMS 24
+
+/* Parameters in text form. */
+struct params {
+    const char *v[MAX_PARAMS];
+    char buf[MAX_PARAMS][32];
+    int n;
+};
+
+static void p_text(struct params *p, const char *v)
+{
+    p->v[p->n++] = v;
+}
+
+static void p_null(struct params *p)
+{
+    p->v[p->n++] = NULL;
+}
+
+static void p_int(struct params *p, int64_t v)
+{
+    snprintf(p->buf[p->n], sizeof p->buf[p->n], "%" PRId64, v);
+    p->v[p->n] = p->buf[p->n];
+    p->n++;
+}
+
+static void p_double(struct params *p, double v)
+{
+    if (isnan(v))
+        snprintf(p->buf[p->n], sizeof p->buf[p->n], "NaN");
+    else if (isinf(v))
+        snprintf(p->buf[p->n], sizeof p->buf[p->n], v > 0 ? "Infinity" : "-Infinity");
+    else
+        snprintf(p->buf[p->n], sizeof p->buf[p->n], "%.17g", v);
+    p->v[p->n] = p->buf[p->n];
+    p->n++;
+}
+
+static int db_fail(struct pg_session *s, const char *what, PGresult *r)
+{
+    const char *msg = r ? PQresultErrorMessage(r) : "";
+    char line[300];
+    snprintf(line, sizeof line, "%s", *msg ? msg : conn_error(s->conn));
+    for (char *q = line; *q; q++)
+        if (*q == '\n')
+            *q = (q[1] ? ' ' : '\0');
+    PQclear(r);
+    return bso_session_fail(&s->base, BSO_EIO, "postgres: %s: %s", what, line);
+}
+
+/* Runs a prepared statement (preparing it on first use on this connection). The result, or
+ * NULL with the failure recorded. */
+static PGresult *run(struct pg_session *s, enum stmt_id id, const struct params *p,
+                     const char *what)
+{
+    char name[16];
+    snprintf(name, sizeof name, "bso%d", (int)id);
+    if (!(s->prepared & (1u << id))) {
+        PGresult *r = PQprepare(s->conn, name, stmt_sql[id], 0, NULL);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            db_fail(s, what, r);
+            return NULL;
+        }
+        PQclear(r);
+        s->prepared |= 1u << id;
+    }
+    PGresult *r = PQexecPrepared(s->conn, name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
+    const ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+        db_fail(s, what, r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Runs a statement that returns no rows. */
+static int run_done(struct pg_session *s, enum stmt_id id, const struct params *p, const char *what)
+{
+    PGresult *r = run(s, id, p, what);
+    if (!r)
+        return BSO_EIO;
+    PQclear(r);
+    return 0;
+}
+
+static int exec_sql(struct pg_session *s, const char *sql, const char *what)
+{
+    PGresult *r = PQexec(s->conn, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        return db_fail(s, what, r);
+    PQclear(r);
+    return 0;
+}
+
+static const char *col(const PGresult *r, int row, int c)
+{
+    return PQgetvalue(r, row, c);
+}
+
+static bool is_null(const PGresult *r, int row, int c)
+{
+    return PQgetisnull(r, row, c) != 0;
+}
+
+static int64_t col_int(const PGresult *r, int row, int c)
+{
+    return strtoll(PQgetvalue(r, row, c), NULL, 10);
+}
+
+/* SQLite reads a NULL REAL as 0.0; so do we. */
+static double col_double(const PGresult *r, int row, int c)
+{
+    return is_null(r, row, c) ? 0.0 : strtod(PQgetvalue(r, row, c), NULL);
+}
+
+/* ---- the store ---- */
+
+static int migrate(PGconn *c, int *version, char *err, size_t errcap)
+{
+    char sql[256];
+    const char *steps[] = {
+        "SELECT pg_advisory_lock(" MIGRATION_LOCK ")",
+        "CREATE TABLE IF NOT EXISTS bso_schema (version INTEGER NOT NULL)",
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        PGresult *r = PQexec(c, steps[i]);
+        const ExecStatusType st = PQresultStatus(r);
+        PQclear(r);
+        if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+            snprintf(err, errcap, "PostgreSQL: migration: %s", conn_error(c));
+            return BSO_EIO;
+        }
+    }
+    int rc = 0;
+    PGresult *r = PQexec(c, "SELECT version FROM bso_schema");
+    int v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0
+                ? (int)strtol(PQgetvalue(r, 0, 0), NULL, 10)
+                : 0;
+    PQclear(r);
+    if (v > N_MIGRATIONS) {
+        snprintf(err, errcap,
+                 "the database has schema version %d, newer than this bso-server knows (%d): "
+                 "upgrade bso-server",
+                 v, N_MIGRATIONS);
+        rc = BSO_ESTATE;
+    }
+    for (; rc == 0 && v < N_MIGRATIONS; v++) {
+        snprintf(sql, sizeof sql,
+                 "DELETE FROM bso_schema; INSERT INTO bso_schema (version) VALUES (%d)", v + 1);
+        char *all = malloc(strlen(migrations[v]) + strlen(sql) + 32);
+        if (!all) {
+            snprintf(err, errcap, "out of memory");
+            rc = BSO_ENOMEM;
+            break;
+        }
+        sprintf(all, "BEGIN; %s %s; COMMIT", migrations[v], sql);
+        r = PQexec(c, all);
+        free(all);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK) {
+            snprintf(err, errcap, "PostgreSQL: migration %d: %s", v + 1, conn_error(c));
+            rc = BSO_EIO;
+            PQclear(r);
+            PQclear(PQexec(c, "ROLLBACK"));
+            break;
+        }
+        PQclear(r);
+    }
+    PQclear(PQexec(c, "SELECT pg_advisory_unlock(" MIGRATION_LOCK ")"));
+    *version = v;
+    return rc;
+}
+
+static int be_open(const char *target, const struct bso_store_options *opt, void **out, char *err,
+                   size_t errcap)
+{
+    struct backend *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, errcap, "out of memory");
+        return BSO_ENOMEM;
+    }
+    b->opt = opt ? *opt : (struct bso_store_options){0};
+    if ((size_t)snprintf(b->conninfo, sizeof b->conninfo, "postgresql://%s", target) >=
+        sizeof b->conninfo) {
+        snprintf(err, errcap, "database URL too long");
+        free(b);
+        return BSO_EINVAL;
+    }
+    PGconn *c = connect_db(b, err, errcap);
+    if (!c) {
+        free(b);
+        return BSO_EIO;
+    }
+    const int rc = migrate(c, &b->schema_version, err, errcap);
+    PQfinish(c);
+    if (rc < 0) {
+        free(b);
+        return rc;
+    }
+    *out = b;
+    return 0;
+}
+
+static void be_close(void *backend)
+{
+    free(backend);
+}
+
+static int be_schema_version(void *backend)
+{
+    return ((struct backend *)backend)->schema_version;
+}
+
+static int be_session_limit(void *backend)
+{
+    return ((struct backend *)backend)->opt.connections;
+}
+
+static bool be_cacheable(void *backend)
+{
+    (void)backend;
+    return false; /* other replicas write too */
+}
+
+static const char *be_migrations_sql(void)
+{
+    static char all[16384];
+    if (all[0] == '\0') {
+        size_t o = (size_t)snprintf(all, sizeof all,
+                                    "BEGIN;\nCREATE TABLE IF NOT EXISTS bso_schema (version "
+                                    "INTEGER NOT NULL);\n");
+        for (int i = 0; i < N_MIGRATIONS; i++)
+            o += (size_t)snprintf(all + o, sizeof all - o, "-- migration %d\n%s", i + 1,
+                                  migrations[i]);
+        snprintf(all + o, sizeof all - o,
+                 "DELETE FROM bso_schema;\nINSERT INTO bso_schema (version) VALUES (%d);\n"
+                 "COMMIT;\n",
+                 N_MIGRATIONS);
+    }
+    return all;
+}
+
+static struct bso_session *be_session_new(void *backend, char *err, size_t errcap)
+{
+    struct pg_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errcap, "out of memory");
+        return NULL;
+    }
+    s->b = backend;
+    s->conn = connect_db(s->b, err, errcap);
+    if (!s->conn) {
+        /* Served anyway: its requests fail (503) until the database is back. */
+        s->backoff = 0.1;
+        s->retry_at = now_s() + s->backoff;
+    }
+    return &s->base;
+}
+
+static void be_session_free(struct bso_session *base)
+{
+    PQfinish(ps(base)->conn);
+    free(base);
+}
+
+static int begin(struct pg_session *s, const char *sql)
+{
+    int rc = ensure_connection(s);
+    if (rc == 0)
+        rc = exec_sql(s, sql, "begin");
+    if (rc == 0)
+        s->in_tx = true;
+    return rc;
+}
+
+static int be_begin_write(struct bso_session *base, const char *job_id)
+{
+    struct pg_session *s = ps(base);
+    int rc = begin(s, "BEGIN");
+    if (rc < 0)
+        return rc;
+    /* A new job without an id locks the empty id: registrations of new jobs take turns. */
+    struct params p = {.n = 0};
+    p_text(&p, job_id ? job_id : "");
+    if ((rc = run_done(s, ST_LOCK_JOB, &p, "lock job")) < 0) {
+        PQclear(PQexec(s->conn, "ROLLBACK"));
+        s->in_tx = false;
+    }
+    return rc;
+}
+
+static int be_begin_read(struct bso_session *base)
+{
+    return begin(ps(base), "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+static int be_commit(struct bso_session *base)
+{
+    struct pg_session *s = ps(base);
+    if (!s->in_tx)
+        return 0;
+    s->in_tx = false;
+    int rc = exec_sql(s, "COMMIT", "commit");
+    if (rc < 0 && s->conn && PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+        PQclear(PQexec(s->conn, "ROLLBACK"));
+    return rc;
+}
+
+static void be_rollback(struct bso_session *base)
+{
+    struct pg_session *s = ps(base);
+    if (s->in_tx && s->conn && PQstatus(s->conn) == CONNECTION_OK)
+        PQclear(PQexec(s->conn, "ROLLBACK"));
+    s->in_tx = false;
+}
+
+/* ---- rows ---- */
+
+static void read_trial(const PGresult *r, int row, struct bso_trial *t)
+{
+    t->number = col_int(r, row, 0);
+    t->batch_size = col_int(r, row, 1);
+    t->type = bso_column_trial_type(col(r, row, 2));
+    t->status = bso_column_trial_status(col(r, row, 3));
+    t->time = col_double(r, row, 4);
+    t->energy = col_double(r, row, 5);
+    t->converged = !is_null(r, row, 6) && col_int(r, row, 6) != 0;
+}
+
+static int load_trials(struct pg_session *s, const char *job_id, struct bso_job *job)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(s, ST_LOAD_TRIALS, &p, "load trials");
+    if (!r)
+        return BSO_EIO;
+    const int n = PQntuples(r);
+    if (n > 0) {
+        job->trials = malloc((size_t)n * sizeof *job->trials);
+        if (!job->trials) {
+            PQclear(r);
+            return bso_session_fail(&s->base, BSO_ENOMEM, "out of memory");
+        }
+        job->cap_trials = (size_t)n;
+    }
+    for (int i = 0; i < n; i++)
+        read_trial(r, i, &job->trials[job->n_trials++]);
+    PQclear(r);
+    return 0;
+}
+
+static int load_arms(struct pg_session *s, const char *job_id, struct bso_job *job)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(s, ST_LOAD_ARMS, &p, "load arms");
+    if (!r)
+        return BSO_EIO;
+    const int n = PQntuples(r);
+    if (n > 0 && !(job->arms = calloc((size_t)n, sizeof *job->arms))) {
+        PQclear(r);
+        return bso_session_fail(&s->base, BSO_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        struct bso_arm *a = &job->arms[job->n_arms++];
+        bso_arm_init(a, col_int(r, i, 0));
+        a->param_mean = col_double(r, i, 1);
+        a->param_precision = col_double(r, i, 2);
+        a->reward_precision = col_double(r, i, 3);
+        a->num_observations = col_int(r, i, 4);
+        a->n_results = col_int(r, i, 5);
+        if ((rc = bso_column_parse_recent(col(r, i, 6), a)) < 0)
+            rc = bso_session_fail(&s->base, rc, "arm %" PRId64 " of job %s: bad reward window",
+                                  a->batch_size, job_id);
+    }
+    PQclear(r);
+    return rc;
+}
+
+static int load_stats(struct pg_session *s, const char *job_id, struct bso_job *job)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(s, ST_LOAD_STATS, &p, "load stats");
+    if (!r)
+        return BSO_EIO;
+    for (int i = 0; i < PQntuples(r); i++) {
+        const int k = bso_job_spec_index(&job->spec, col_int(r, i, 0));
+        if (k < 0)
+            continue;
+        struct bso_bs_stat *b = &job->stats[k];
+        b->status = (int)col_int(r, i, 1);
+        b->runs = col_int(r, i, 2);
+        b->successes = col_int(r, i, 3);
+        b->sum_epochs = col_double(r, i, 4);
+        b->sum_sq_epochs = col_double(r, i, 5);
+        b->min_epochs = col_double(r, i, 6);
+        b->cost_sum = col_double(r, i, 7);
+        b->epochs_sum = col_double(r, i, 8);
+        b->censored_epochs = col_double(r, i, 9);
+        b->first_epoch_cost = col_double(r, i, 10);
+        b->warm_first_sum = col_double(r, i, 11);
+        b->warm_steady_sum = col_double(r, i, 12);
+    }
+    PQclear(r);
+    return 0;
+}
+
+static int be_load_job(struct bso_session *base, const char *job_id, unsigned load,
+                       struct bso_job *job)
+{
+    struct pg_session *s = ps(base);
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(s, ST_LOAD_JOB, &p, "load job");
+    if (!r)
+        return BSO_EIO;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return bso_session_fail(base, BSO_ENOTFOUND, "no job %s", job_id);
+    }
+    bso_job_reset(job);
+    struct bso_job_spec *sp = &job->spec;
+    sp->has_job_id = true;
+    snprintf(sp->job_id, sizeof sp->job_id, "%s", col(r, 0, 0));
+    snprintf(sp->job_id_prefix, sizeof sp->job_id_prefix, "%s", col(r, 0, 1));
+    int bad = bso_column_parse_sizes(col(r, 0, 2), sp);
+    sp->default_batch_size = col_int(r, 0, 3);
+    sp->eta_knob = col_double(r, 0, 4);
+    sp->has_beta_knob = !is_null(r, 0, 5);
+    sp->beta_knob = col_double(r, 0, 5);
+    sp->target_metric = col_double(r, 0, 6);
+    sp->higher_is_better_metric = col_int(r, 0, 7) != 0;
+    sp->max_epochs = col_int(r, 0, 8);
+    sp->num_pruning_rounds = col_int(r, 0, 9);
+    sp->window_size = col_int(r, 0, 10);
+    sp->mab_prior_mean = col_double(r, 0, 11);
+    sp->mab_prior_precision = col_double(r, 0, 12);
+    sp->mab_num_explorations = col_int(r, 0, 13);
+    sp->has_mab_seed = !is_null(r, 0, 14);
+    sp->mab_seed = is_null(r, 0, 14) ? 0 : col_int(r, 0, 14);
+    sp->max_power = col_double(r, 0, 15);
+    sp->number_of_gpus = col_int(r, 0, 16);
+    snprintf(sp->gpu_model, sizeof sp->gpu_model, "%s", col(r, 0, 17));
+    job->stage = strcmp(col(r, 0, 18), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+    job->has_min_cost = !is_null(r, 0, 19);
+    job->min_cost = col_double(r, 0, 19);
+    job->min_cost_batch_size = col_int(r, 0, 20);
+    if (bso_rng_from_json(&job->rng, col(r, 0, 21)) < 0)
+        bad = BSO_EPARSE;
+    job->last_trial_number = col_int(r, 0, 22);
+    sp->policy = bso_policy_parse(col(r, 0, 23));
+    if (sp->policy < 0)
+        bad = BSO_EPARSE;
+    PQclear(r);
+    if (bad < 0)
+        return bso_session_fail(base, BSO_EPARSE, "job %s: corrupt row", job_id);
+    bso_job_clear_stats(job);
+    int rc = 0;
+    if ((load & BSO_LOAD_TRIALS) && job->stage == BSO_STAGE_PRUNING)
+        rc = load_trials(s, job_id, job);
+    if (rc == 0 && (load & BSO_LOAD_ARMS) && job->stage == BSO_STAGE_MAB)
+        rc = load_arms(s, job_id, job);
+    if (rc == 0 && sp->policy == BSO_POLICY_BSO)
+        rc = load_stats(s, job_id, job);
+    if (rc < 0)
+        bso_job_clear(job);
+    return rc;
+}
+
+static int be_insert_job(struct bso_session *base, const struct bso_job *job)
+{
+    struct pg_session *s = ps(base);
+    const struct bso_job_spec *sp = &job->spec;
+    char sizes[BSO_MAX_BATCH_SIZES * 22 + 3], rng[BSO_RNG_JSON_MAX];
+    if (bso_pyintlist_repr(sp->batch_sizes, sp->n_batch_sizes, sizes, sizeof sizes) < 0 ||
+        bso_rng_to_json(&job->rng, rng, sizeof rng) < 0)
+        return bso_session_fail(base, BSO_ERANGE, "job row too large");
+    struct params p = {.n = 0};
+    p_text(&p, sp->job_id);
+    p_text(&p, sp->job_id_prefix);
+    p_text(&p, sizes);
+    p_int(&p, sp->default_batch_size);
+    p_double(&p, sp->eta_knob);
+    if (sp->has_beta_knob)
+        p_double(&p, sp->beta_knob);
+    else
+        p_null(&p);
+    p_double(&p, sp->target_metric);
+    p_int(&p, sp->higher_is_better_metric);
+    p_int(&p, sp->max_epochs);
+    p_int(&p, sp->num_pruning_rounds);
+    p_int(&p, sp->window_size);
+    p_double(&p, sp->mab_prior_mean);
+    p_double(&p, sp->mab_prior_precision);
+    p_int(&p, sp->mab_num_explorations);
+    if (sp->has_mab_seed)
+        p_int(&p, sp->mab_seed);
+    else
+        p_null(&p);
+    p_double(&p, sp->max_power);
+    p_int(&p, sp->number_of_gpus);
+    p_text(&p, sp->gpu_model);
+    p_text(&p, bso_stage_name(job->stage));
+    if (job->has_min_cost)
+        p_double(&p, job->min_cost);
+    else
+        p_null(&p);
+    p_int(&p, job->min_cost_batch_size);
+    p_text(&p, rng);
+    p_int(&p, job->last_trial_number);
+    p_text(&p, bso_policy_name(sp->policy));
+    PGresult *r = run(s, ST_INSERT_JOB, &p, "insert job");
+    if (!r)
+        return BSO_EIO;
+    const bool inserted = strcmp(PQcmdTuples(r), "1") == 0;
+    PQclear(r);
+    return inserted ? 0 : bso_session_fail(base, BSO_ECONFLICT, "job %s exists", sp->job_id);
+}
+
+static int update_job(struct pg_session *s, const struct bso_job *job)
+{
+    char rng[BSO_RNG_JSON_MAX];
+    bso_rng_to_json(&job->rng, rng, sizeof rng);
+    struct params p = {.n = 0};
+    p_text(&p, job->spec.job_id);
+    p_text(&p, bso_stage_name(job->stage));
+    if (job->has_min_cost)
+        p_double(&p, job->min_cost);
+    else
+        p_null(&p);
+    p_int(&p, job->min_cost_batch_size);
+    p_text(&p, rng);
+    p_int(&p, job->last_trial_number);
+    return run_done(s, ST_UPDATE_JOB, &p, "update job");
+}
+
+static int write_trial(struct pg_session *s, const char *job_id, const struct bso_trial *t,
+                       bool is_new)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_int(&p, t->number);
+    if (is_new) {
+        p_int(&p, t->batch_size);
+        p_text(&p, bso_trial_type_name(t->type));
+        p_text(&p, bso_trial_status_name(t->status));
+        return run_done(s, ST_INSERT_TRIAL, &p, "insert trial");
+    }
+    p_text(&p, bso_trial_status_name(t->status));
+    if (t->status == BSO_TRIAL_SUCCEEDED) {
+        p_double(&p, t->time);
+        p_double(&p, t->energy);
+        p_int(&p, t->converged);
+        if (t->energy_source[0])
+            p_text(&p, t->energy_source);
+        else
+            p_null(&p);
+    } else {
+        for (int i = 0; i < 4; i++)
+            p_null(&p);
+    }
+    return run_done(s, ST_UPDATE_TRIAL, &p, "update trial");
+}
+
+static int write_arm(struct pg_session *s, const char *job_id, const struct bso_arm *a, bool is_new)
+{
+    char *recent = bso_column_format_recent(a);
+    if (!recent)
+        return bso_session_fail(&s->base, BSO_ENOMEM, "out of memory");
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_int(&p, a->batch_size);
+    p_double(&p, a->param_mean);
+    p_double(&p, a->param_precision);
+    p_double(&p, a->reward_precision);
+    p_int(&p, a->num_observations);
+    p_int(&p, a->n_results);
+    p_text(&p, recent);
+    const int rc = run_done(s, is_new ? ST_INSERT_ARM : ST_UPDATE_ARM, &p,
+                            is_new ? "insert arm" : "update arm");
+    free(recent);
+    return rc;
+}
+
+static int save_stat(struct pg_session *s, const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *b = &job->stats[i];
+    struct params p = {.n = 0};
+    p_text(&p, job->spec.job_id);
+    p_int(&p, job->spec.batch_sizes[i]);
+    p_int(&p, b->status);
+    p_int(&p, b->runs);
+    p_int(&p, b->successes);
+    const double f[] = {b->sum_epochs,       b->sum_sq_epochs,  b->min_epochs,
+                        b->cost_sum,         b->epochs_sum,     b->censored_epochs,
+                        b->first_epoch_cost, b->warm_first_sum, b->warm_steady_sum};
+    for (size_t k = 0; k < sizeof f / sizeof *f; k++)
+        p_double(&p, f[k]);
+    return run_done(s, ST_SAVE_STAT, &p, "save stats");
+}
+
+/* The same parts, under the same conditions, as SQLite's save. */
+static int be_save(struct bso_session *base, const struct bso_job *job, unsigned changed,
+                   const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
+{
+    struct pg_session *s = ps(base);
+    const char *id = job->spec.job_id;
+    int rc = 0;
+    if (changed & BSO_CHANGED_TRIAL)
+        rc = write_trial(s, id, trial, trial_is_new);
+    const unsigned job_row = BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST;
+    if (rc == 0 && ((changed & job_row) || ((changed & BSO_CHANGED_TRIAL) && trial_is_new)))
+        rc = update_job(s, job);
+    for (size_t i = 0; rc == 0 && (changed & BSO_CHANGED_ARMS) && i < job->n_arms; i++)
+        rc = write_arm(s, id, &job->arms[i], true);
+    if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
+        rc = write_arm(s, id, &job->arms[arm_index], false);
+    if (rc == 0 && (changed & BSO_CHANGED_STATS) && arm_index < job->spec.n_batch_sizes)
+        rc = save_stat(s, job, arm_index);
+    return rc;
+}
+
+static int be_load_trial(struct bso_session *base, const char *job_id, int64_t number,
+                         struct bso_trial *trial)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_int(&p, number);
+    PGresult *r = run(ps(base), ST_LOAD_TRIAL, &p, "load trial");
+    if (!r)
+        return BSO_EIO;
+    const bool found = PQntuples(r) > 0;
+    if (found)
+        read_trial(r, 0, trial);
+    PQclear(r);
+    return found ? 0
+                 : bso_session_fail(base, BSO_ENOTFOUND, "no trial %" PRId64 " in job %s", number,
+                                    job_id);
+}
+
+static int be_delete_job(struct bso_session *base, const char *job_id)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(ps(base), ST_DELETE_JOB, &p, "delete job");
+    if (!r)
+        return BSO_EIO;
+    const bool deleted = strcmp(PQcmdTuples(r), "0") != 0;
+    PQclear(r);
+    return deleted ? 0 : bso_session_fail(base, BSO_ENOTFOUND, "no job %s", job_id);
+}
+
+static int be_job_exists(struct bso_session *base, const char *job_id)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(ps(base), ST_JOB_EXISTS, &p, "job exists");
+    if (!r)
+        return BSO_EIO;
+    const int n = PQntuples(r);
+    PQclear(r);
+    return n > 0;
+}
+
+static int be_list_jobs(struct bso_session *base, const char *after, int64_t limit,
+                        int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx)
+{
+    struct params p = {.n = 0};
+    p_text(&p, after ? after : "");
+    p_int(&p, limit);
+    PGresult *r = run(ps(base), ST_LIST_JOBS, &p, "list jobs");
+    if (!r)
+        return BSO_EIO;
+    int cb = 0;
+    for (int i = 0; i < PQntuples(r) && cb == 0; i++) {
+        struct bso_job_summary row;
+        memset(&row, 0, sizeof row);
+        snprintf(row.job_id, sizeof row.job_id, "%s", col(r, i, 0));
+        snprintf(row.gpu_model, sizeof row.gpu_model, "%s", col(r, i, 1));
+        row.stage = strcmp(col(r, i, 2), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+        row.n_trials = col_int(r, i, 3);
+        row.has_min_cost = !is_null(r, i, 4);
+        row.min_cost = col_double(r, i, 4);
+        row.min_cost_batch_size = col_int(r, i, 5);
+        snprintf(row.created_at, sizeof row.created_at, "%s", col(r, i, 6));
+        cb = fn(ctx, &row);
+    }
+    PQclear(r);
+    return cb;
+}
+
+static int be_list_trials(struct bso_session *base, const char *job_id, int64_t after,
+                          int64_t limit, int (*fn)(void *ctx, const struct bso_trial_row *row),
+                          void *ctx)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_int(&p, after);
+    p_int(&p, limit);
+    PGresult *r = run(ps(base), ST_LIST_TRIALS, &p, "list trials");
+    if (!r)
+        return BSO_EIO;
+    int cb = 0;
+    for (int i = 0; i < PQntuples(r) && cb == 0; i++) {
+        struct bso_trial_row row;
+        memset(&row, 0, sizeof row);
+        read_trial(r, i, &row.trial);
+        snprintf(row.start_timestamp, sizeof row.start_timestamp, "%s", col(r, i, 7));
+        snprintf(row.end_timestamp, sizeof row.end_timestamp, "%s", col(r, i, 8));
+        snprintf(row.trial.energy_source, sizeof row.trial.energy_source, "%s", col(r, i, 9));
+        cb = fn(ctx, &row);
+    }
+    PQclear(r);
+    return cb;
+}
+
+static int be_count_trials(struct bso_session *base, const char *job_id, int64_t counts[3])
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(ps(base), ST_COUNT_TRIALS, &p, "count trials");
+    if (!r)
+        return BSO_EIO;
+    counts[0] = counts[1] = counts[2] = 0;
+    for (int i = 0; i < PQntuples(r); i++)
+        counts[bso_column_trial_status(col(r, i, 0))] = col_int(r, i, 1);
+    PQclear(r);
+    return 0;
+}
+
+static int be_ping(struct bso_session *base)
+{
+    struct pg_session *s = ps(base);
+    int rc = ensure_connection(s);
+    if (rc == 0)
+        rc = exec_sql(s, "SELECT 1", "ping");
+    return rc;
+}
+
+const struct bso_store_ops bso_postgres_ops = {
+    .name = "postgresql",
+    .open = be_open,
+    .close = be_close,
+    .schema_version = be_schema_version,
+    .session_limit = be_session_limit,
+    .cacheable = be_cacheable,
+    .migrations_sql = be_migrations_sql,
+    .session_new = be_session_new,
+    .session_free = be_session_free,
+    .begin_write = be_begin_write,
+    .begin_read = be_begin_read,
+    .commit = be_commit,
+    .rollback = be_rollback,
+    .load_job = be_load_job,
+    .insert_job = be_insert_job,
+    .save = be_save,
+    .load_trial = be_load_trial,
+    .delete_job = be_delete_job,
+    .job_exists = be_job_exists,
+    .list_jobs = be_list_jobs,
+    .list_trials = be_list_trials,
+    .count_trials = be_count_trials,
+    .ping = be_ping,
+};
