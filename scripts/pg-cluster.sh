@@ -2,12 +2,14 @@
 # A throwaway PostgreSQL cluster for tests and benchmarks, on loopback and a free port.
 #   scripts/pg-cluster.sh start DIR   initdb in DIR, start it, print its URL
 #   scripts/pg-cluster.sh stop DIR    stop it and remove DIR
+#   scripts/pg-cluster.sh down DIR    stop it, keeping its data (an outage)
+#   scripts/pg-cluster.sh up DIR      start it again on the same port
 # Run as root, the server runs as the `postgres` user (initdb refuses root). fsync is off: the
 # data is thrown away anyway.
 set -eu
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop DIR" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { echo "usage: $0 start|stop|down|up DIR" >&2; exit 2; }
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -n "$bin" ] || { echo "pg-cluster: PostgreSQL is not installed (apt-get install postgresql)" >&2; exit 1; }
 as_pg() {
@@ -20,17 +22,24 @@ start)
     as_pg "$bin/initdb" -D "$dir/data" -U bso --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 ||
         { cat "$dir/initdb.log" >&2; exit 1; }
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -o \
-        "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
-        start >/dev/null || { cat "$dir/data/server.log" >&2; exit 1; }
+    echo "$port" >"$dir/port"
+    "$0" up "$dir"
     echo "postgresql://bso@127.0.0.1:$port/postgres"
+    ;;
+up)
+    as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/data/server.log" -w -o \
+        "-p $(cat "$dir/port") -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
+        start >/dev/null || { cat "$dir/data/server.log" >&2; exit 1; }
+    ;;
+down)
+    as_pg "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
     ;;
 stop)
     [ ! -d "$dir/data" ] || as_pg "$bin/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: $0 start|stop DIR" >&2
+    echo "usage: $0 start|stop|down|up DIR" >&2
     exit 2
     ;;
 esac

@@ -30,9 +30,10 @@ static const enum bso_bench_endpoint endpoint_of[] = {
 
 struct client {
     struct bso_drive_loop *lp;
-    int fd;    /* -1: not connected */
-    int index; /* 0..clients-1 */
-    size_t k;  /* the job it drives now */
+    int fd;     /* -1: not connected */
+    int index;  /* 0..clients-1 */
+    int target; /* the server it talks to (an index into the loop's servers) */
+    size_t k;   /* the job it drives now */
     enum step step;
     bool registering; /* the request in flight is one of the registrations before the clock */
     bool in_run;      /* between a batch size and the end of its trial */
@@ -65,7 +66,10 @@ struct bso_drive_loop {
      * round's handlers add to the other). */
     struct client **deferred, **deferred_next;
     int n_deferred, n_parked;
-    char host[256], port[16];
+    struct server {
+        char host[256], port[16];
+    } * servers;
+    int n_servers;
     char errmsg[256]; /* the last transport failure */
     struct bso_http_answer ans;
 };
@@ -118,9 +122,12 @@ static void disconnect(struct client *c)
 static int dial(struct client *c)
 {
     struct bso_drive_loop *lp = c->lp;
-    const int fd = bso_http_dial(lp->host, lp->port, lp->errmsg, sizeof lp->errmsg);
-    if (fd < 0)
+    const struct server *sv = &lp->servers[c->target];
+    const int fd = bso_http_dial(sv->host, sv->port, lp->errmsg, sizeof lp->errmsg);
+    if (fd < 0) {
+        c->target = (c->target + 1) % lp->n_servers; /* the next replica, next time */
         return fd;
+    }
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
     if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0 ||
         epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -141,11 +148,13 @@ static void want_write(struct client *c, bool on)
     c->want_write = on;
 }
 
-/* A transport failure: the connection is dropped and the request fails. */
+/* A transport failure: the connection is dropped, the request fails, and the client tries the
+ * next replica. */
 static void io_failed(struct client *c, const char *why)
 {
     snprintf(c->lp->errmsg, sizeof c->lp->errmsg, "%s", why);
     disconnect(c);
+    c->target = (c->target + 1) % c->lp->n_servers;
     answered(c, BSO_ENET);
 }
 
@@ -199,8 +208,9 @@ static void send_request(struct client *c, enum step step, const char *method, c
     c->resent = false;
     c->t0 = bso_bench_now();
     const int n = body_len < 0 ? body_len
-                               : bso_http_format(c->out, sizeof c->out, lp->host, lp->port, method,
-                                                 path, body, (size_t)body_len);
+                               : bso_http_format(c->out, sizeof c->out, lp->servers[c->target].host,
+                                                 lp->servers[c->target].port, method, path, body,
+                                                 (size_t)body_len);
     if (n < 0) { /* a job id too long for the buffers: a failed request */
         snprintf(lp->errmsg, sizeof lp->errmsg, "request too long");
         defer(c);
@@ -375,7 +385,10 @@ static void readable(struct client *c)
     }
     const int parsed = bso_http_parse(c->in, c->in_len, &lp->ans);
     if (parsed == 0 && eof && c->in_len == 0 && c->used && !c->resent) {
-        /* A kept-alive connection the server had closed: once more on a fresh one. */
+        /* A kept-alive connection the server had closed: once more on a fresh one. If the
+         * server died instead, it may have made a trial before: verify must allow for one. */
+        if (c->step == STEP_PREDICT)
+            bso_ledger_predict_failed(&lp->d->ledgers[c->k]);
         disconnect(c);
         c->resent = true;
         transmit(c);
@@ -473,6 +486,7 @@ static void free_loop(struct bso_drive_loop *lp)
     free(lp->clients);
     free(lp->deferred);
     free(lp->deferred_next);
+    free(lp->servers);
     free(lp->ans.body);
     if (lp->ep >= 0)
         close(lp->ep);
@@ -499,8 +513,14 @@ int bso_drive_start(struct bso_drive *d, struct bso_drive_tally *tallies, char *
         lp->clients = calloc((size_t)lp->n, sizeof *lp->clients);
         lp->deferred = calloc((size_t)lp->n, sizeof *lp->deferred);
         lp->deferred_next = calloc((size_t)lp->n, sizeof *lp->deferred_next);
-        if (lp->ep < 0 || !lp->clients || !lp->deferred || !lp->deferred_next ||
-            bso_http_split_url(d->url, lp->host, sizeof lp->host, lp->port, sizeof lp->port) < 0) {
+        lp->servers = calloc((size_t)d->n_urls, sizeof *lp->servers);
+        lp->n_servers = d->n_urls;
+        bool urls_ok = lp->servers != NULL;
+        for (int u = 0; urls_ok && u < d->n_urls; u++)
+            urls_ok =
+                bso_http_split_url(d->urls[u], lp->servers[u].host, sizeof lp->servers[u].host,
+                                   lp->servers[u].port, sizeof lp->servers[u].port) == 0;
+        if (lp->ep < 0 || !lp->clients || !lp->deferred || !lp->deferred_next || !urls_ok) {
             snprintf(err, cap, "cannot set up client thread %d", t);
             rc = BSO_ENOMEM;
             break;
@@ -510,6 +530,7 @@ int bso_drive_start(struct bso_drive *d, struct bso_drive_tally *tallies, char *
             c->lp = lp;
             c->fd = -1;
             c->index = t + i * d->threads;
+            c->target = c->index % d->n_urls;
             c->k = (size_t)c->index % d->n_jobs;
         }
         if (pthread_create(&lp->thread, NULL, run_loop, lp) != 0) {

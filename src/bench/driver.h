@@ -26,8 +26,10 @@ enum bso_bench_mode { BSO_MODE_MIXED, BSO_MODE_PREDICT, BSO_MODE_REGISTER };
 struct bso_drive_loop;
 
 struct bso_drive {
-    /* Set by the caller. */
-    const char *url;
+    /* Set by the caller. Client i starts on urls[i % n_urls] and moves to the next server
+     * when its connection fails (replicas of one service). */
+    const char *const *urls;
+    int n_urls;
     int clients, threads;
     enum bso_bench_mode mode;
     const char *policy; /* sent in registrations; NULL: the server's default */

@@ -31,8 +31,11 @@
 
 static const char *const ep_names[BSO_EP_N] = {"register", "predict", "report", "end_trial"};
 
+#define MAX_URLS 16
+
 struct options {
-    const char *url;
+    const char *urls[MAX_URLS]; /* replicas of one service: clients spread over them */
+    int n_urls;
     size_t jobs;
     int concurrency, threads;
     double duration_s;
@@ -48,7 +51,8 @@ struct options {
 static int usage(FILE *f)
 {
     fprintf(f,
-            "usage: bso-bench --url URL [--jobs J] [--concurrency C] [--duration S]\n"
+            "usage: bso-bench --url URL [--url URL...] [--jobs J] [--concurrency C]\n"
+            "                 [--duration S]\n"
             "                 [--epochs K] [--sizes N] [--only predict|register]\n"
             "                 [--policy bso|zeus] [--seed N] [--json] [--verify]\n"
             "                 [--server-pid PID] [--threads T]\n"
@@ -65,6 +69,8 @@ static int usage(FILE *f)
             "back (BSO's read API) and checks trial numbers and acknowledged reports; it exits\n"
             "1 when an invariant fails or any request failed. Jobs offer N batch sizes\n"
             "(default 8). T threads drive the C clients with epoll (default: one per CPU).\n"
+            "Several --url are replicas of one service: client i starts on the i-th (round\n"
+            "robin) and moves to the next when its connection fails.\n"
             "--policy-cpu times the policy core itself, in-process, per predict\n"
             "and per report, under each policy, for S seconds of CPU each.\n");
     return f == stdout ? 0 : 2;
@@ -114,7 +120,11 @@ static int parse(int argc, char **argv, struct options *o)
         double d;
         char *end;
         if (strcmp(a, "--url") == 0) {
-            o->url = v;
+            if (o->n_urls == MAX_URLS)
+                return fail("at most %d --url", MAX_URLS);
+            if (strncmp(v, "http://", 7) != 0)
+                return fail("--url must be http://HOST[:PORT], not '%s'", v);
+            o->urls[o->n_urls++] = v;
         } else if (strcmp(a, "--jobs") == 0) {
             if (!bso_bench_whole(v, 1, 10000000, &d))
                 return fail("--jobs must be a whole number from 1 to 10000000, not '%s'", v);
@@ -165,10 +175,8 @@ static int parse(int argc, char **argv, struct options *o)
     }
     if (o->policy_cpu)
         return 0; /* in-process: no server */
-    if (!o->url)
+    if (o->n_urls == 0)
         return fail("--url is required (see --help)");
-    if (strncmp(o->url, "http://", 7) != 0)
-        return fail("--url must be http://HOST[:PORT], not '%s'", o->url);
     if (o->threads == 0) {
         const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         o->threads = cpus > 0 ? (int)(cpus < 64 ? cpus : 64) : 1;
@@ -187,7 +195,8 @@ static void print_text(const struct options *o, const struct totals *t, double e
                        double reg_elapsed, const struct bso_procstat *ps, bool have_ps,
                        long verified)
 {
-    printf("bso-bench: %s, %zu jobs, %d clients, %.1f s", o->url, o->jobs, o->concurrency, elapsed);
+    printf("bso-bench: %s%s, %zu jobs, %d clients, %.1f s", o->urls[0],
+           o->n_urls > 1 ? " and other replicas" : "", o->jobs, o->concurrency, elapsed);
     if (o->mode != BSO_MODE_MIXED)
         printf(", only %s", o->mode == BSO_MODE_PREDICT ? "predict" : "register");
     printf("\n\nthroughput  %.0f requests/s (%" PRId64 " requests, %" PRId64 " errors)\n",
@@ -228,7 +237,8 @@ static void print_json(const struct options *o, const struct totals *t, double e
 {
     printf("{\"url\": \"%s\", \"jobs\": %zu, \"concurrency\": %d, \"duration_s\": %.3f, "
            "\"requests\": %" PRId64 ", \"throughput_rps\": %.1f, \"latency_ms\": ",
-           o->url, o->jobs, o->concurrency, elapsed, t->requests, (double)t->requests / elapsed);
+           o->urls[0], o->jobs, o->concurrency, elapsed, t->requests,
+           (double)t->requests / elapsed);
     json_lat(&t->all);
     printf(", \"endpoints\": {");
     bool first = true;
@@ -270,7 +280,8 @@ int main(int argc, char **argv)
     int status = 1;
     size_t n_ledgers = 0;
     struct bso_http *cl = NULL; /* the probe and --verify */
-    struct bso_drive drive = {.url = opt.url,
+    struct bso_drive drive = {.urls = opt.urls,
+                              .n_urls = opt.n_urls,
                               .clients = opt.concurrency,
                               .threads = opt.threads,
                               .mode = opt.mode,
@@ -279,7 +290,7 @@ int main(int argc, char **argv)
     struct bso_drive_tally *tallies = calloc((size_t)opt.threads, sizeof *tallies);
     sh.jobs = calloc(opt.jobs, sizeof *sh.jobs);
     sh.ledgers = calloc(opt.jobs, sizeof *sh.ledgers);
-    if (!sh.jobs || !sh.ledgers || !tallies || bso_http_new(opt.url, &cl) < 0) {
+    if (!sh.jobs || !sh.ledgers || !tallies || bso_http_new(opt.urls[0], &cl) < 0) {
         fail("out of memory");
         goto out;
     }
@@ -294,7 +305,7 @@ int main(int argc, char **argv)
     drive.ledgers = sh.ledgers;
     /* A server we cannot reach fails at once, clearly. */
     if (bso_api_get(cl, "/jobs/batch_size?job_id=bso-bench-probe") == BSO_ENET) {
-        fail("cannot reach %s: %s", opt.url, bso_http_errmsg(cl));
+        fail("cannot reach %s: %s", opt.urls[0], bso_http_errmsg(cl));
         goto out;
     }
 
@@ -359,6 +370,18 @@ int main(int argc, char **argv)
 
     long verified = 0;
     if (opt.verify) {
+        /* Read back through a replica that still answers. */
+        for (int u = 0; u < opt.n_urls; u++) {
+            struct bso_http *h;
+            if (bso_http_new(opt.urls[u], &h) < 0)
+                continue;
+            if (bso_api_get(h, "/healthz") == 0) {
+                bso_http_free(cl);
+                cl = h;
+                break;
+            }
+            bso_http_free(h);
+        }
         verified = bso_verify(cl, sh.jobs, sh.ledgers, opt.jobs, stderr);
         if (verified < 0) {
             fprintf(stderr, "bso-bench: verify: cannot read the jobs back: %s\n",

@@ -25,10 +25,100 @@ static int by_number(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* What the stored trials say about one batch size, to recount the job's statistics. */
+struct tally {
+    int64_t batch_size;
+    int64_t succeeded, converged;
+};
+
+struct tallies {
+    struct tally t[256];
+    size_t n;
+    bool any_mab;      /* some trial came from the bandit */
+    bool explore_late; /* an exploration trial came after a bandit trial */
+};
+
+static struct tally *tally_of(struct tallies *ts, int64_t bs)
+{
+    for (size_t i = 0; i < ts->n; i++)
+        if (ts->t[i].batch_size == bs)
+            return &ts->t[i];
+    if (ts->n == sizeof ts->t / sizeof *ts->t)
+        return NULL;
+    ts->t[ts->n] = (struct tally){.batch_size = bs};
+    return &ts->t[ts->n++];
+}
+
+static void count_trial(struct tallies *ts, json_t *t)
+{
+    const char *status = json_string_value(json_object_get(t, "status"));
+    const char *type = json_string_value(json_object_get(t, "type"));
+    const bool mab = type && strcmp(type, "MAB") == 0;
+    if (!mab && ts->any_mab)
+        ts->explore_late = true;
+    ts->any_mab |= mab;
+    struct tally *x = tally_of(ts, json_integer_value(json_object_get(t, "batch_size")));
+    if (!x || !status || strcmp(status, "Succeeded") != 0)
+        return;
+    x->succeeded++;
+    x->converged += json_is_true(json_object_get(t, "converged"));
+}
+
+/* The job as the server describes it against a recount from its trials: a stage that follows
+ * from them, and the statistics equal to what the trials add up to: the bso policy's runs and
+ * successes per batch size (its finished runs, and those that converged), or the results of
+ * Zeus's arms (every finished run of the size, the pruning rounds' included). */
+static long check_job(struct bso_http *cl, const char *id, const struct tallies *ts, long found,
+                      FILE *err)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/jobs/%s", id);
+    int rc = bso_api_get(cl, path);
+    if (rc < 0)
+        return rc;
+    json_t *job = bso_api_json(cl);
+    const char *stage = json_string_value(json_object_get(job, "stage"));
+    json_t *stats = json_object_get(job, "batch_size_stats");
+    const bool bso = json_is_array(stats);
+    if (!stage) {
+        json_decref(job);
+        return BSO_EPARSE;
+    }
+    if (strcmp(stage, "MAB") != 0 && ts->any_mab)
+        found = problem(found, err, id, "a bandit trial while the job is still pruning", 0);
+    if (!bso && ts->explore_late)
+        found = problem(found, err, id, "an exploration trial after the bandit began", 0);
+    size_t i;
+    json_t *e;
+    json_array_foreach(bso ? stats : json_object_get(job, "arms"), i, e)
+    {
+        const int64_t bs = json_integer_value(json_object_get(e, "batch_size"));
+        struct tally none = {.batch_size = bs};
+        const struct tally *x = &none;
+        for (size_t k = 0; k < ts->n; k++)
+            if (ts->t[k].batch_size == bs)
+                x = &ts->t[k];
+        const bool same =
+            bso ? json_integer_value(json_object_get(e, "runs")) == x->succeeded &&
+                      json_integer_value(json_object_get(e, "successes")) == x->converged
+                : json_integer_value(json_object_get(e, "num_results")) == x->succeeded;
+        if (!same)
+            found = problem(found, err, id,
+                            bso ? "batch size statistics differ from a recount of its trials"
+                                : "arm results differ from a recount of its trials",
+                            bs);
+    }
+    json_decref(job);
+    return found;
+}
+
 /* Checks one job; returns the problems found so far, or a negative code. */
 static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_job *lg, long found,
                        FILE *err)
 {
+    struct tallies *ts = calloc(1, sizeof *ts);
+    if (!ts)
+        return BSO_ENOMEM;
     qsort(lg->trials, lg->n, sizeof *lg->trials, by_number);
     size_t next = 0; /* the ledger's next trial, in number order */
     int64_t expect = 1, after = 0;
@@ -36,12 +126,15 @@ static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_jo
         char path[256];
         snprintf(path, sizeof path, "/jobs/%s/trials?limit=1000&after=%" PRId64, id, after);
         int rc = bso_api_get(cl, path);
-        if (rc < 0)
+        if (rc < 0) {
+            free(ts);
             return rc;
+        }
         json_t *page = bso_api_json(cl);
         json_t *rows = json_object_get(page, "trials");
         if (!json_is_array(rows)) {
             json_decref(page);
+            free(ts);
             return BSO_EPARSE;
         }
         size_t k;
@@ -49,6 +142,7 @@ static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_jo
         json_array_foreach(rows, k, t)
         {
             const int64_t num = json_integer_value(json_object_get(t, "trial_number"));
+            count_trial(ts, t);
             if (num != expect)
                 found = problem(found, err, id, "trial numbers are not 1, 2, 3...", num);
             expect = num + 1;
@@ -63,9 +157,11 @@ static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_jo
                 json_t *time = json_object_get(t, "time");
                 if (mine->batch_size != json_integer_value(json_object_get(t, "batch_size")))
                     found = problem(found, err, id, "stored with another batch size", num);
-                if (mine->reported &&
+                /* Progress reports store nothing (as in Zeus); the final one, acknowledged with
+                 * stop, stores the run's time. */
+                if (mine->finished &&
                     (!json_is_number(time) || json_number_value(time) != mine->time))
-                    found = problem(found, err, id, "an acknowledged report is missing", num);
+                    found = problem(found, err, id, "an acknowledged final report is missing", num);
                 if (mine->finished && (!status || strcmp(status, "Succeeded") != 0))
                     found = problem(found, err, id, "told to stop but not Succeeded", num);
             } else if (lg->predict_errors == 0 && lg->n > 0 && num > lg->trials[0].number) {
@@ -81,6 +177,8 @@ static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_jo
     }
     while (next < lg->n)
         found = problem(found, err, id, "handed out but not stored", lg->trials[next++].number);
+    found = check_job(cl, id, ts, found, err);
+    free(ts);
     return found;
 }
 

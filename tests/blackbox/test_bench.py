@@ -264,6 +264,10 @@ class Bench(unittest.TestCase):
                             job[-1]["lost"] = True
                     return self.answer(200, {"job_id": m.group(1), "batch_size": 256,
                                              "trial_number": n})
+                m = re.match(r"/jobs/([^/?]*)$", self.path)
+                if m:  # a stage and arm statistics that the trials do not add up to
+                    return self.answer(200, {"job_id": m.group(1), "stage": "Pruning",
+                                             "arms": [{"batch_size": 256, "num_results": 999}]})
                 m = re.match(r"/jobs/(.*)/trials\?limit=\d+&after=(\d+)", self.path)
                 with lock:
                     rows = [t for t in trials[m.group(1)]
@@ -279,6 +283,7 @@ class Bench(unittest.TestCase):
             httpd.shutdown()
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertIn("handed out but not stored", out.stderr)
+        self.assertIn("arm results differ from a recount of its trials", out.stderr)
         self.assertIn("verify      FAILED", out.stdout)
 
 

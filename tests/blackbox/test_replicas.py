@@ -1,0 +1,76 @@
+"""Several bso-server replicas on one PostgreSQL database (run with a test cluster, see
+harness.py): clients spread over three replicas keep working when one is killed, and nothing
+acknowledged is lost; a database outage gives 503s, and service comes back with the database."""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import harness
+from harness import Server, fake_job
+
+BENCH = os.environ.get("BSO_BENCH_BIN", "bso-bench")
+CLUSTER = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "pg-cluster.sh")
+
+
+@unittest.skipUnless(harness.PG_URL, "needs a PostgreSQL test cluster")
+class Replicas(unittest.TestCase):
+    def test_kill_one_replica_mid_run(self):
+        database = harness.fresh_database(None)
+        replicas = [Server(database=database) for _ in range(3)]
+        for r in replicas:
+            r.start()
+        try:
+            bench = subprocess.Popen(
+                [BENCH, "--duration", "6", "--jobs", "200", "--concurrency", "64", "--verify",
+                 "--json"] + sum((["--url", "http://127.0.0.1:%d" % r.port] for r in replicas), []),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(3)
+            replicas[1].proc.send_signal(signal.SIGKILL)  # no chance to finish anything
+            out, err = bench.communicate(timeout=300)
+        finally:
+            for r in replicas:
+                r.stop()
+                r.tmp.cleanup()
+        result = json.loads(out)
+        # verify: unique contiguous trial numbers per job, every acknowledged final report
+        # stored, stages and statistics that the stored trials add up to.
+        self.assertEqual(result["verify_problems"], 0, err)
+        self.assertGreater(result["requests"], 1000)
+        # The requests in flight on the killed replica failed; the clients went on elsewhere.
+        self.assertLess(result["errors"], 200, err)
+        ends = result["endpoints"]["end_trial"]["latency_ms"]["count"]
+        self.assertGreater(ends, 100)
+
+    def test_database_outage(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o755)  # the cluster runs as the postgres user
+            cluster = os.path.join(d, "pg")
+            url = subprocess.run([CLUSTER, "start", cluster], check=True, capture_output=True,
+                                 text=True).stdout.strip()
+            try:
+                with Server(database=url) as srv:
+                    self.assertEqual(srv.register(fake_job("test-outage"))[0], 201)
+                    self.assertEqual(srv.predict("test-outage")[0], 200)
+                    subprocess.run([CLUSTER, "down", cluster], check=True)
+                    status, body = srv.predict("test-outage")
+                    self.assertEqual(status, 503)
+                    self.assertIn("database", body["message"])
+                    self.assertEqual(srv.request("GET", "/readyz")[0], 503)
+                    self.assertEqual(srv.request("GET", "/healthz")[0], 200)  # alive, not ready
+                    subprocess.run([CLUSTER, "up", cluster], check=True)
+                    deadline = time.time() + 30
+                    while srv.request("GET", "/readyz")[0] != 200 and time.time() < deadline:
+                        time.sleep(0.2)
+                    self.assertEqual(srv.request("GET", "/readyz")[0], 200)
+                    status, t = srv.predict("test-outage")
+                    self.assertEqual((status, t["trial_number"]), (200, 2))
+            finally:
+                subprocess.run([CLUSTER, "stop", cluster])
+
+
+if __name__ == "__main__":
+    unittest.main()
