@@ -45,6 +45,21 @@ class Replicas(unittest.TestCase):
         ends = result["endpoints"]["end_trial"]["latency_ms"]["count"]
         self.assertGreater(ends, 100)
 
+    def test_replicas_migrate_at_once(self):
+        """Replicas that start together on an empty database migrate it once, in turn."""
+        database = harness.fresh_database(None)
+        runs = [subprocess.Popen([harness.BIN, "migrate", "--database", database],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(4)]
+        for p in runs:
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err)
+            self.assertIn("schema version 3", out)
+            self.assertNotIn("password", out)
+        with Server(database=database) as srv:
+            self.assertEqual(srv.register(fake_job("test-migrated"))[0], 201)
+            self.assertEqual(srv.request("GET", "/version")[1]["schema_version"], 3)
+
     def test_database_outage(self):
         with tempfile.TemporaryDirectory() as d:
             os.chmod(d, 0o755)  # the cluster runs as the postgres user
