@@ -290,6 +290,21 @@ static void test_upgrade_from_version_1(void **state)
     bso_store_close(st);
 }
 
+static void test_redact_url(void **state)
+{
+    (void)state;
+    char buf[256];
+    static const char *const cases[][2] = {
+        {"postgresql://bso:s3cret@db:5432/bso", "postgresql://bso:***@db:5432/bso"},
+        {"postgres://u:p@ss@h/x?sslmode=require", "postgres://u:***@h/x?sslmode=require"},
+        {"postgresql://bso@db/bso", "postgresql://bso@db/bso"},
+        {"sqlite:////tmp/a:b@c.db", "sqlite:////tmp/a:b@c.db"},
+        {"mysql://user:pw@h", "mysql://user:***@h"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        assert_string_equal(bso_store_redact_url(cases[i][0], buf, sizeof buf), cases[i][1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_failed_request_changes_nothing),
         cmocka_unit_test(test_open_errors_and_migrations),
         cmocka_unit_test(test_upgrade_from_version_1),
+        cmocka_unit_test(test_redact_url),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -60,6 +60,14 @@ class Replicas(unittest.TestCase):
             self.assertEqual(srv.register(fake_job("test-migrated"))[0], 201)
             self.assertEqual(srv.request("GET", "/version")[1]["schema_version"], 3)
 
+    def test_zeus_style_url(self):
+        """Zeus's async driver URL (postgresql+asyncpg://) names the same database."""
+        database = harness.fresh_database(None)
+        with Server(database=database.replace("postgresql://", "postgresql+asyncpg://", 1)) as srv:
+            self.assertEqual(srv.register(fake_job("test-asyncpg"))[0], 201)
+        with Server(database=database) as srv:
+            self.assertEqual(srv.request("GET", "/jobs/test-asyncpg")[0], 200)
+
     def test_database_outage(self):
         with tempfile.TemporaryDirectory() as d:
             os.chmod(d, 0o755)  # the cluster runs as the postgres user
