@@ -85,3 +85,108 @@ int bso_column_parse_recent(const char *text, struct bso_arm *a)
     }
     return 0;
 }
+
+int bso_column_read_job(const struct bso_row *r, struct bso_job *job)
+{
+    struct bso_job_spec *sp = &job->spec;
+    sp->has_job_id = true;
+    snprintf(sp->job_id, sizeof sp->job_id, "%s", r->text(r->ctx, 0));
+    snprintf(sp->job_id_prefix, sizeof sp->job_id_prefix, "%s", r->text(r->ctx, 1));
+    int bad = bso_column_parse_sizes(r->text(r->ctx, 2), sp);
+    sp->default_batch_size = r->i64(r->ctx, 3);
+    sp->eta_knob = r->f64(r->ctx, 4);
+    sp->has_beta_knob = !r->null(r->ctx, 5);
+    sp->beta_knob = r->f64(r->ctx, 5);
+    sp->target_metric = r->f64(r->ctx, 6);
+    sp->higher_is_better_metric = r->i64(r->ctx, 7) != 0;
+    sp->max_epochs = r->i64(r->ctx, 8);
+    sp->num_pruning_rounds = r->i64(r->ctx, 9);
+    sp->window_size = r->i64(r->ctx, 10);
+    sp->mab_prior_mean = r->f64(r->ctx, 11);
+    sp->mab_prior_precision = r->f64(r->ctx, 12);
+    sp->mab_num_explorations = r->i64(r->ctx, 13);
+    sp->has_mab_seed = !r->null(r->ctx, 14);
+    sp->mab_seed = r->i64(r->ctx, 14);
+    sp->max_power = r->f64(r->ctx, 15);
+    sp->number_of_gpus = r->i64(r->ctx, 16);
+    snprintf(sp->gpu_model, sizeof sp->gpu_model, "%s", r->text(r->ctx, 17));
+    job->stage = strcmp(r->text(r->ctx, 18), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+    job->has_min_cost = !r->null(r->ctx, 19);
+    job->min_cost = r->f64(r->ctx, 19);
+    job->min_cost_batch_size = r->i64(r->ctx, 20);
+    if (bso_rng_from_json(&job->rng, r->text(r->ctx, 21)) < 0)
+        bad = BSO_EPARSE;
+    job->last_trial_number = r->i64(r->ctx, 22);
+    sp->policy = bso_policy_parse(r->text(r->ctx, 23));
+    if (sp->policy < 0)
+        bad = BSO_EPARSE;
+    return bad < 0 ? BSO_EPARSE : 0;
+}
+
+void bso_column_read_trial(const struct bso_row *r, struct bso_trial *t)
+{
+    t->number = r->i64(r->ctx, 0);
+    t->batch_size = r->i64(r->ctx, 1);
+    t->type = bso_column_trial_type(r->text(r->ctx, 2));
+    t->status = bso_column_trial_status(r->text(r->ctx, 3));
+    t->time = r->f64(r->ctx, 4);
+    t->energy = r->f64(r->ctx, 5);
+    t->converged = r->i64(r->ctx, 6) != 0;
+}
+
+void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
+{
+    const int i = bso_job_spec_index(&job->spec, r->i64(r->ctx, 0));
+    if (i < 0)
+        return;
+    struct bso_bs_stat *b = &job->stats[i];
+    b->status = (int)r->i64(r->ctx, 1);
+    b->runs = r->i64(r->ctx, 2);
+    b->successes = r->i64(r->ctx, 3);
+    double *sums[BSO_STAT_SUMS] = {&b->sum_epochs,       &b->sum_sq_epochs,  &b->min_epochs,
+                                   &b->cost_sum,         &b->epochs_sum,     &b->censored_epochs,
+                                   &b->first_epoch_cost, &b->warm_first_sum, &b->warm_steady_sum};
+    for (int k = 0; k < BSO_STAT_SUMS; k++)
+        *sums[k] = r->f64(r->ctx, 4 + k);
+}
+
+void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS])
+{
+    const double v[BSO_STAT_SUMS] = {b->sum_epochs,       b->sum_sq_epochs,  b->min_epochs,
+                                     b->cost_sum,         b->epochs_sum,     b->censored_epochs,
+                                     b->first_epoch_cost, b->warm_first_sum, b->warm_steady_sum};
+    memcpy(out, v, sizeof v);
+}
+
+int bso_column_read_arm(const struct bso_row *r, struct bso_arm *a)
+{
+    bso_arm_init(a, r->i64(r->ctx, 0));
+    a->param_mean = r->f64(r->ctx, 1);
+    a->param_precision = r->f64(r->ctx, 2);
+    a->reward_precision = r->f64(r->ctx, 3);
+    a->num_observations = r->i64(r->ctx, 4);
+    a->n_results = r->i64(r->ctx, 5);
+    return bso_column_parse_recent(r->text(r->ctx, 6), a);
+}
+
+void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->job_id, sizeof out->job_id, "%s", r->text(r->ctx, 0));
+    snprintf(out->gpu_model, sizeof out->gpu_model, "%s", r->text(r->ctx, 1));
+    out->stage = strcmp(r->text(r->ctx, 2), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+    out->n_trials = r->i64(r->ctx, 3);
+    out->has_min_cost = !r->null(r->ctx, 4);
+    out->min_cost = r->f64(r->ctx, 4);
+    out->min_cost_batch_size = r->i64(r->ctx, 5);
+    snprintf(out->created_at, sizeof out->created_at, "%s", r->text(r->ctx, 6));
+}
+
+void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *out)
+{
+    memset(out, 0, sizeof *out);
+    bso_column_read_trial(r, &out->trial);
+    snprintf(out->start_timestamp, sizeof out->start_timestamp, "%s", r->text(r->ctx, 7));
+    snprintf(out->end_timestamp, sizeof out->end_timestamp, "%s", r->text(r->ctx, 8));
+    snprintf(out->trial.energy_source, sizeof out->trial.energy_source, "%s", r->text(r->ctx, 9));
+}

@@ -6,9 +6,14 @@
 #ifndef BSO_STORE_COLUMNS_H
 #define BSO_STORE_COLUMNS_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "core/arm.h"
+#include "core/job.h"
 #include "core/spec.h"
 #include "core/trial.h"
+#include "store/store.h"
 
 /* A trial type or status from its stored name (an unknown one reads as the first). */
 int bso_column_trial_type(const char *name);
@@ -21,5 +26,39 @@ int bso_column_parse_sizes(const char *text, struct bso_job_spec *spec);
 char *bso_column_format_recent(const struct bso_arm *a);
 /* Reads them back into a (whose recent list is allocated here). 0, BSO_EPARSE or BSO_ENOMEM. */
 int bso_column_parse_recent(const char *text, struct bso_arm *a);
+
+/* One result row, read through its backend's accessors, so that which column holds what is
+ * written once for every backend (the SELECTs list their columns in this order). A NULL reads
+ * as 0, 0.0 or "". */
+struct bso_row {
+    const void *ctx;
+    const char *(*text)(const void *ctx, int col);
+    int64_t (*i64)(const void *ctx, int col);
+    double (*f64)(const void *ctx, int col);
+    bool (*null)(const void *ctx, int col);
+};
+
+/* job_id, job_id_prefix, batch_sizes, default_batch_size, eta_knob, beta_knob, target_metric,
+ * higher_is_better_metric, max_epochs, num_pruning_rounds, window_size, mab_prior_mean,
+ * mab_prior_precision, mab_num_explorations, mab_seed, max_power, number_of_gpus, gpu_model,
+ * stage, min_cost, min_cost_batch_size, rng_state, last_trial_number, policy: into a reset job
+ * (bso_job_reset first). 0, or BSO_EPARSE for a corrupt row. */
+int bso_column_read_job(const struct bso_row *r, struct bso_job *job);
+/* trial_number, batch_size, type, status, time, energy, converged. */
+void bso_column_read_trial(const struct bso_row *r, struct bso_trial *t);
+/* batch_size, status, runs, successes and the nine sums, into the job's statistics of that
+ * size (a size the job does not have is skipped). */
+void bso_column_read_stat(const struct bso_row *r, struct bso_job *job);
+/* batch_size, param_mean, param_precision, reward_precision, num_observations, n_results,
+ * recent: into an uninitialised arm. 0, BSO_EPARSE or BSO_ENOMEM. */
+int bso_column_read_arm(const struct bso_row *r, struct bso_arm *a);
+/* job_id, gpu_model, stage, last_trial_number, min_cost, min_cost_batch_size, created_at. */
+void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *out);
+/* A trial's columns, then start_timestamp, end_timestamp, energy_source. */
+void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *out);
+
+/* The nine sums of a statistics row, in column order, for the writers. */
+#define BSO_STAT_SUMS 9
+void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS]);
 
 #endif

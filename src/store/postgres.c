@@ -325,6 +325,15 @@ static void p_double(struct params *p, double v)
     p->n++;
 }
 
+/* A value, or NULL when the row has none. */
+static void p_opt_double(struct params *p, bool has, double v)
+{
+    if (has)
+        p_double(p, v);
+    else
+        p_null(p);
+}
+
 static int db_fail(struct pg_session *s, const char *what, PGresult *r)
 {
     const char *msg = r ? PQresultErrorMessage(r) : "";
@@ -401,6 +410,40 @@ static double col_double(const PGresult *r, int row, int c)
 {
     return is_null(r, row, c) ? 0.0 : strtod(PQgetvalue(r, row, c), NULL);
 }
+
+/* Row `row` of a result for the shared column readers (columns.h). */
+struct pg_row {
+    const PGresult *res;
+    int row;
+};
+
+static const char *row_text(const void *c, int i)
+{
+    const struct pg_row *p = c;
+    return col(p->res, p->row, i);
+}
+
+static int64_t row_i64(const void *c, int i)
+{
+    const struct pg_row *p = c;
+    return is_null(p->res, p->row, i) ? 0 : col_int(p->res, p->row, i);
+}
+
+static double row_f64(const void *c, int i)
+{
+    const struct pg_row *p = c;
+    return col_double(p->res, p->row, i);
+}
+
+static bool row_null(const void *c, int i)
+{
+    const struct pg_row *p = c;
+    return is_null(p->res, p->row, i);
+}
+
+#define ROW(res_, i_)                                                                              \
+    ((const struct bso_row){&(const struct pg_row){(res_), (i_)}, row_text, row_i64, row_f64,      \
+                            row_null})
 
 /* ---- the store ---- */
 
@@ -604,17 +647,6 @@ static void be_rollback(struct bso_session *base)
 
 /* ---- rows ---- */
 
-static void read_trial(const PGresult *r, int row, struct bso_trial *t)
-{
-    t->number = col_int(r, row, 0);
-    t->batch_size = col_int(r, row, 1);
-    t->type = bso_column_trial_type(col(r, row, 2));
-    t->status = bso_column_trial_status(col(r, row, 3));
-    t->time = col_double(r, row, 4);
-    t->energy = col_double(r, row, 5);
-    t->converged = !is_null(r, row, 6) && col_int(r, row, 6) != 0;
-}
-
 static int load_trials(struct pg_session *s, const char *job_id, struct bso_job *job)
 {
     struct params p = {.n = 0};
@@ -631,8 +663,10 @@ static int load_trials(struct pg_session *s, const char *job_id, struct bso_job 
         }
         job->cap_trials = (size_t)n;
     }
-    for (int i = 0; i < n; i++)
-        read_trial(r, i, &job->trials[job->n_trials++]);
+    for (int i = 0; i < n; i++) {
+        const struct bso_row row = ROW(r, i);
+        bso_column_read_trial(&row, &job->trials[job->n_trials++]);
+    }
     PQclear(r);
     return 0;
 }
@@ -652,13 +686,8 @@ static int load_arms(struct pg_session *s, const char *job_id, struct bso_job *j
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         struct bso_arm *a = &job->arms[job->n_arms++];
-        bso_arm_init(a, col_int(r, i, 0));
-        a->param_mean = col_double(r, i, 1);
-        a->param_precision = col_double(r, i, 2);
-        a->reward_precision = col_double(r, i, 3);
-        a->num_observations = col_int(r, i, 4);
-        a->n_results = col_int(r, i, 5);
-        if ((rc = bso_column_parse_recent(col(r, i, 6), a)) < 0)
+        const struct bso_row row = ROW(r, i);
+        if ((rc = bso_column_read_arm(&row, a)) < 0)
             rc = bso_session_fail(&s->base, rc, "arm %" PRId64 " of job %s: bad reward window",
                                   a->batch_size, job_id);
     }
@@ -674,22 +703,8 @@ static int load_stats(struct pg_session *s, const char *job_id, struct bso_job *
     if (!r)
         return BSO_EIO;
     for (int i = 0; i < PQntuples(r); i++) {
-        const int k = bso_job_spec_index(&job->spec, col_int(r, i, 0));
-        if (k < 0)
-            continue;
-        struct bso_bs_stat *b = &job->stats[k];
-        b->status = (int)col_int(r, i, 1);
-        b->runs = col_int(r, i, 2);
-        b->successes = col_int(r, i, 3);
-        b->sum_epochs = col_double(r, i, 4);
-        b->sum_sq_epochs = col_double(r, i, 5);
-        b->min_epochs = col_double(r, i, 6);
-        b->cost_sum = col_double(r, i, 7);
-        b->epochs_sum = col_double(r, i, 8);
-        b->censored_epochs = col_double(r, i, 9);
-        b->first_epoch_cost = col_double(r, i, 10);
-        b->warm_first_sum = col_double(r, i, 11);
-        b->warm_steady_sum = col_double(r, i, 12);
+        const struct bso_row row = ROW(r, i);
+        bso_column_read_stat(&row, job);
     }
     PQclear(r);
     return 0;
@@ -709,38 +724,8 @@ static int be_load_job(struct bso_session *base, const char *job_id, unsigned lo
         return bso_session_fail(base, BSO_ENOTFOUND, "no job %s", job_id);
     }
     bso_job_reset(job);
-    struct bso_job_spec *sp = &job->spec;
-    sp->has_job_id = true;
-    snprintf(sp->job_id, sizeof sp->job_id, "%s", col(r, 0, 0));
-    snprintf(sp->job_id_prefix, sizeof sp->job_id_prefix, "%s", col(r, 0, 1));
-    int bad = bso_column_parse_sizes(col(r, 0, 2), sp);
-    sp->default_batch_size = col_int(r, 0, 3);
-    sp->eta_knob = col_double(r, 0, 4);
-    sp->has_beta_knob = !is_null(r, 0, 5);
-    sp->beta_knob = col_double(r, 0, 5);
-    sp->target_metric = col_double(r, 0, 6);
-    sp->higher_is_better_metric = col_int(r, 0, 7) != 0;
-    sp->max_epochs = col_int(r, 0, 8);
-    sp->num_pruning_rounds = col_int(r, 0, 9);
-    sp->window_size = col_int(r, 0, 10);
-    sp->mab_prior_mean = col_double(r, 0, 11);
-    sp->mab_prior_precision = col_double(r, 0, 12);
-    sp->mab_num_explorations = col_int(r, 0, 13);
-    sp->has_mab_seed = !is_null(r, 0, 14);
-    sp->mab_seed = is_null(r, 0, 14) ? 0 : col_int(r, 0, 14);
-    sp->max_power = col_double(r, 0, 15);
-    sp->number_of_gpus = col_int(r, 0, 16);
-    snprintf(sp->gpu_model, sizeof sp->gpu_model, "%s", col(r, 0, 17));
-    job->stage = strcmp(col(r, 0, 18), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
-    job->has_min_cost = !is_null(r, 0, 19);
-    job->min_cost = col_double(r, 0, 19);
-    job->min_cost_batch_size = col_int(r, 0, 20);
-    if (bso_rng_from_json(&job->rng, col(r, 0, 21)) < 0)
-        bad = BSO_EPARSE;
-    job->last_trial_number = col_int(r, 0, 22);
-    sp->policy = bso_policy_parse(col(r, 0, 23));
-    if (sp->policy < 0)
-        bad = BSO_EPARSE;
+    const struct bso_row row = ROW(r, 0);
+    const int bad = bso_column_read_job(&row, job);
     PQclear(r);
     if (bad < 0)
         return bso_session_fail(base, BSO_EPARSE, "job %s: corrupt row", job_id);
@@ -750,7 +735,7 @@ static int be_load_job(struct bso_session *base, const char *job_id, unsigned lo
         rc = load_trials(s, job_id, job);
     if (rc == 0 && (load & BSO_LOAD_ARMS) && job->stage == BSO_STAGE_MAB)
         rc = load_arms(s, job_id, job);
-    if (rc == 0 && sp->policy == BSO_POLICY_BSO)
+    if (rc == 0 && job->spec.policy == BSO_POLICY_BSO)
         rc = load_stats(s, job_id, job);
     if (rc < 0)
         bso_job_clear(job);
@@ -771,10 +756,7 @@ static int be_insert_job(struct bso_session *base, const struct bso_job *job)
     p_text(&p, sizes);
     p_int(&p, sp->default_batch_size);
     p_double(&p, sp->eta_knob);
-    if (sp->has_beta_knob)
-        p_double(&p, sp->beta_knob);
-    else
-        p_null(&p);
+    p_opt_double(&p, sp->has_beta_knob, sp->beta_knob);
     p_double(&p, sp->target_metric);
     p_int(&p, sp->higher_is_better_metric);
     p_int(&p, sp->max_epochs);
@@ -791,10 +773,7 @@ static int be_insert_job(struct bso_session *base, const struct bso_job *job)
     p_int(&p, sp->number_of_gpus);
     p_text(&p, sp->gpu_model);
     p_text(&p, bso_stage_name(job->stage));
-    if (job->has_min_cost)
-        p_double(&p, job->min_cost);
-    else
-        p_null(&p);
+    p_opt_double(&p, job->has_min_cost, job->min_cost);
     p_int(&p, job->min_cost_batch_size);
     p_text(&p, rng);
     p_int(&p, job->last_trial_number);
@@ -807,26 +786,25 @@ static int be_insert_job(struct bso_session *base, const struct bso_job *job)
     return inserted ? 0 : bso_session_fail(base, BSO_ECONFLICT, "job %s exists", sp->job_id);
 }
 
-static int update_job(struct pg_session *s, const struct bso_job *job)
+static int update_job(struct bso_session *base, const struct bso_job *job)
 {
+    struct pg_session *s = ps(base);
     char rng[BSO_RNG_JSON_MAX];
     bso_rng_to_json(&job->rng, rng, sizeof rng);
     struct params p = {.n = 0};
     p_text(&p, job->spec.job_id);
     p_text(&p, bso_stage_name(job->stage));
-    if (job->has_min_cost)
-        p_double(&p, job->min_cost);
-    else
-        p_null(&p);
+    p_opt_double(&p, job->has_min_cost, job->min_cost);
     p_int(&p, job->min_cost_batch_size);
     p_text(&p, rng);
     p_int(&p, job->last_trial_number);
     return run_done(s, ST_UPDATE_JOB, &p, "update job");
 }
 
-static int write_trial(struct pg_session *s, const char *job_id, const struct bso_trial *t,
+static int write_trial(struct bso_session *base, const char *job_id, const struct bso_trial *t,
                        bool is_new)
 {
+    struct pg_session *s = ps(base);
     struct params p = {.n = 0};
     p_text(&p, job_id);
     p_int(&p, t->number);
@@ -852,8 +830,10 @@ static int write_trial(struct pg_session *s, const char *job_id, const struct bs
     return run_done(s, ST_UPDATE_TRIAL, &p, "update trial");
 }
 
-static int write_arm(struct pg_session *s, const char *job_id, const struct bso_arm *a, bool is_new)
+static int write_arm(struct bso_session *base, const char *job_id, const struct bso_arm *a,
+                     bool is_new)
 {
+    struct pg_session *s = ps(base);
     char *recent = bso_column_format_recent(a);
     if (!recent)
         return bso_session_fail(&s->base, BSO_ENOMEM, "out of memory");
@@ -872,8 +852,9 @@ static int write_arm(struct pg_session *s, const char *job_id, const struct bso_
     return rc;
 }
 
-static int save_stat(struct pg_session *s, const struct bso_job *job, size_t i)
+static int save_stat(struct bso_session *base, const struct bso_job *job, size_t i)
 {
+    struct pg_session *s = ps(base);
     const struct bso_bs_stat *b = &job->stats[i];
     struct params p = {.n = 0};
     p_text(&p, job->spec.job_id);
@@ -881,33 +862,11 @@ static int save_stat(struct pg_session *s, const struct bso_job *job, size_t i)
     p_int(&p, b->status);
     p_int(&p, b->runs);
     p_int(&p, b->successes);
-    const double f[] = {b->sum_epochs,       b->sum_sq_epochs,  b->min_epochs,
-                        b->cost_sum,         b->epochs_sum,     b->censored_epochs,
-                        b->first_epoch_cost, b->warm_first_sum, b->warm_steady_sum};
-    for (size_t k = 0; k < sizeof f / sizeof *f; k++)
-        p_double(&p, f[k]);
+    double sums[BSO_STAT_SUMS];
+    bso_column_stat_sums(b, sums);
+    for (int k = 0; k < BSO_STAT_SUMS; k++)
+        p_double(&p, sums[k]);
     return run_done(s, ST_SAVE_STAT, &p, "save stats");
-}
-
-/* The same parts, under the same conditions, as SQLite's save. */
-static int be_save(struct bso_session *base, const struct bso_job *job, unsigned changed,
-                   const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
-{
-    struct pg_session *s = ps(base);
-    const char *id = job->spec.job_id;
-    int rc = 0;
-    if (changed & BSO_CHANGED_TRIAL)
-        rc = write_trial(s, id, trial, trial_is_new);
-    const unsigned job_row = BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST;
-    if (rc == 0 && ((changed & job_row) || ((changed & BSO_CHANGED_TRIAL) && trial_is_new)))
-        rc = update_job(s, job);
-    for (size_t i = 0; rc == 0 && (changed & BSO_CHANGED_ARMS) && i < job->n_arms; i++)
-        rc = write_arm(s, id, &job->arms[i], true);
-    if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
-        rc = write_arm(s, id, &job->arms[arm_index], false);
-    if (rc == 0 && (changed & BSO_CHANGED_STATS) && arm_index < job->spec.n_batch_sizes)
-        rc = save_stat(s, job, arm_index);
-    return rc;
 }
 
 static int be_load_trial(struct bso_session *base, const char *job_id, int64_t number,
@@ -920,8 +879,10 @@ static int be_load_trial(struct bso_session *base, const char *job_id, int64_t n
     if (!r)
         return BSO_EIO;
     const bool found = PQntuples(r) > 0;
-    if (found)
-        read_trial(r, 0, trial);
+    if (found) {
+        const struct bso_row row = ROW(r, 0);
+        bso_column_read_trial(&row, trial);
+    }
     PQclear(r);
     return found ? 0
                  : bso_session_fail(base, BSO_ENOTFOUND, "no trial %" PRId64 " in job %s", number,
@@ -963,17 +924,10 @@ static int be_list_jobs(struct bso_session *base, const char *after, int64_t lim
         return BSO_EIO;
     int cb = 0;
     for (int i = 0; i < PQntuples(r) && cb == 0; i++) {
-        struct bso_job_summary row;
-        memset(&row, 0, sizeof row);
-        snprintf(row.job_id, sizeof row.job_id, "%s", col(r, i, 0));
-        snprintf(row.gpu_model, sizeof row.gpu_model, "%s", col(r, i, 1));
-        row.stage = strcmp(col(r, i, 2), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
-        row.n_trials = col_int(r, i, 3);
-        row.has_min_cost = !is_null(r, i, 4);
-        row.min_cost = col_double(r, i, 4);
-        row.min_cost_batch_size = col_int(r, i, 5);
-        snprintf(row.created_at, sizeof row.created_at, "%s", col(r, i, 6));
-        cb = fn(ctx, &row);
+        const struct bso_row row = ROW(r, i);
+        struct bso_job_summary out;
+        bso_column_read_summary(&row, &out);
+        cb = fn(ctx, &out);
     }
     PQclear(r);
     return cb;
@@ -992,13 +946,10 @@ static int be_list_trials(struct bso_session *base, const char *job_id, int64_t 
         return BSO_EIO;
     int cb = 0;
     for (int i = 0; i < PQntuples(r) && cb == 0; i++) {
-        struct bso_trial_row row;
-        memset(&row, 0, sizeof row);
-        read_trial(r, i, &row.trial);
-        snprintf(row.start_timestamp, sizeof row.start_timestamp, "%s", col(r, i, 7));
-        snprintf(row.end_timestamp, sizeof row.end_timestamp, "%s", col(r, i, 8));
-        snprintf(row.trial.energy_source, sizeof row.trial.energy_source, "%s", col(r, i, 9));
-        cb = fn(ctx, &row);
+        const struct bso_row row = ROW(r, i);
+        struct bso_trial_row out;
+        bso_column_read_trial_row(&row, &out);
+        cb = fn(ctx, &out);
     }
     PQclear(r);
     return cb;
@@ -1043,7 +994,10 @@ const struct bso_store_ops bso_postgres_ops = {
     .rollback = be_rollback,
     .load_job = be_load_job,
     .insert_job = be_insert_job,
-    .save = be_save,
+    .write_trial = write_trial,
+    .update_job = update_job,
+    .write_arm = write_arm,
+    .save_stat = save_stat,
     .load_trial = be_load_trial,
     .delete_job = be_delete_job,
     .job_exists = be_job_exists,

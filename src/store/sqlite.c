@@ -799,15 +799,30 @@ static int step_done(struct bso_session *s, sqlite3_stmt *st, const char *what)
 }
 
 /* Name lookups for the enum columns. */
-static void read_trial(sqlite3_stmt *st, struct bso_trial *t)
+/* A statement's current row for the shared column readers (columns.h). */
+static const char *row_text(const void *st, int i)
 {
-    t->number = sqlite3_column_int64(st, 0);
-    t->batch_size = sqlite3_column_int64(st, 1);
-    t->type = bso_column_trial_type(col_text(st, 2));
-    t->status = bso_column_trial_status(col_text(st, 3));
-    t->time = sqlite3_column_double(st, 4);
-    t->energy = sqlite3_column_double(st, 5);
-    t->converged = sqlite3_column_int(st, 6) != 0;
+    return col_text((sqlite3_stmt *)st, i);
+}
+
+static int64_t row_i64(const void *st, int i)
+{
+    return sqlite3_column_int64((sqlite3_stmt *)st, i);
+}
+
+static double row_f64(const void *st, int i)
+{
+    return sqlite3_column_double((sqlite3_stmt *)st, i);
+}
+
+static bool row_null(const void *st, int i)
+{
+    return sqlite3_column_type((sqlite3_stmt *)st, i) == SQLITE_NULL;
+}
+
+static struct bso_row row(sqlite3_stmt *st)
+{
+    return (struct bso_row){st, row_text, row_i64, row_f64, row_null};
 }
 
 static int load_trials(struct bso_session *s, const char *job_id, struct bso_job *job)
@@ -828,7 +843,8 @@ static int load_trials(struct bso_session *s, const char *job_id, struct bso_job
             job->trials = g;
             job->cap_trials = cap;
         }
-        read_trial(st, &job->trials[job->n_trials++]);
+        const struct bso_row r = row(st);
+        bso_column_read_trial(&r, &job->trials[job->n_trials++]);
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_fail(s, "load trials");
@@ -853,13 +869,8 @@ static int load_arms(struct bso_session *s, const char *job_id, struct bso_job *
             job->arms = g;
         }
         struct bso_arm *a = &job->arms[job->n_arms++];
-        bso_arm_init(a, sqlite3_column_int64(st, 0));
-        a->param_mean = sqlite3_column_double(st, 1);
-        a->param_precision = sqlite3_column_double(st, 2);
-        a->reward_precision = sqlite3_column_double(st, 3);
-        a->num_observations = sqlite3_column_int64(st, 4);
-        a->n_results = sqlite3_column_int64(st, 5);
-        int prc = bso_column_parse_recent(col_text(st, 6), a);
+        const struct bso_row r = row(st);
+        int prc = bso_column_read_arm(&r, a);
         if (prc < 0) {
             sqlite3_reset(st);
             return bso_session_fail(s, prc, "arm %" PRId64 " of job %s: bad reward window",
@@ -879,22 +890,8 @@ static int load_stats(struct bso_session *s, const char *job_id, struct bso_job 
     bind_text(st, 1, job_id);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int i = bso_job_spec_index(&job->spec, sqlite3_column_int64(st, 0));
-        if (i < 0)
-            continue;
-        struct bso_bs_stat *b = &job->stats[i];
-        b->status = sqlite3_column_int(st, 1);
-        b->runs = sqlite3_column_int64(st, 2);
-        b->successes = sqlite3_column_int64(st, 3);
-        b->sum_epochs = sqlite3_column_double(st, 4);
-        b->sum_sq_epochs = sqlite3_column_double(st, 5);
-        b->min_epochs = sqlite3_column_double(st, 6);
-        b->cost_sum = sqlite3_column_double(st, 7);
-        b->epochs_sum = sqlite3_column_double(st, 8);
-        b->censored_epochs = sqlite3_column_double(st, 9);
-        b->first_epoch_cost = sqlite3_column_double(st, 10);
-        b->warm_first_sum = sqlite3_column_double(st, 11);
-        b->warm_steady_sum = sqlite3_column_double(st, 12);
+        const struct bso_row r = row(st);
+        bso_column_read_stat(&r, job);
     }
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_fail(s, "load stats");
@@ -911,15 +908,10 @@ static int save_stat(struct bso_session *s, const struct bso_job *job, size_t i)
     sqlite3_bind_int(st, 3, b->status);
     sqlite3_bind_int64(st, 4, b->runs);
     sqlite3_bind_int64(st, 5, b->successes);
-    sqlite3_bind_double(st, 6, b->sum_epochs);
-    sqlite3_bind_double(st, 7, b->sum_sq_epochs);
-    sqlite3_bind_double(st, 8, b->min_epochs);
-    sqlite3_bind_double(st, 9, b->cost_sum);
-    sqlite3_bind_double(st, 10, b->epochs_sum);
-    sqlite3_bind_double(st, 11, b->censored_epochs);
-    sqlite3_bind_double(st, 12, b->first_epoch_cost);
-    sqlite3_bind_double(st, 13, b->warm_first_sum);
-    sqlite3_bind_double(st, 14, b->warm_steady_sum);
+    double sums[BSO_STAT_SUMS];
+    bso_column_stat_sums(b, sums);
+    for (int k = 0; k < BSO_STAT_SUMS; k++)
+        sqlite3_bind_double(st, 6 + k, sums[k]);
     return step_done(s, st, "save stats");
 }
 
@@ -938,38 +930,8 @@ static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
     if (rc != SQLITE_ROW)
         return db_fail(s, "load job");
     bso_job_reset(job);
-    struct bso_job_spec *sp = &job->spec;
-    sp->has_job_id = true;
-    snprintf(sp->job_id, sizeof sp->job_id, "%s", col_text(st, 0));
-    snprintf(sp->job_id_prefix, sizeof sp->job_id_prefix, "%s", col_text(st, 1));
-    int bad = bso_column_parse_sizes(col_text(st, 2), sp);
-    sp->default_batch_size = sqlite3_column_int64(st, 3);
-    sp->eta_knob = sqlite3_column_double(st, 4);
-    sp->has_beta_knob = sqlite3_column_type(st, 5) != SQLITE_NULL;
-    sp->beta_knob = sqlite3_column_double(st, 5);
-    sp->target_metric = sqlite3_column_double(st, 6);
-    sp->higher_is_better_metric = sqlite3_column_int(st, 7) != 0;
-    sp->max_epochs = sqlite3_column_int64(st, 8);
-    sp->num_pruning_rounds = sqlite3_column_int64(st, 9);
-    sp->window_size = sqlite3_column_int64(st, 10);
-    sp->mab_prior_mean = sqlite3_column_double(st, 11);
-    sp->mab_prior_precision = sqlite3_column_double(st, 12);
-    sp->mab_num_explorations = sqlite3_column_int64(st, 13);
-    sp->has_mab_seed = sqlite3_column_type(st, 14) != SQLITE_NULL;
-    sp->mab_seed = sqlite3_column_int64(st, 14);
-    sp->max_power = sqlite3_column_double(st, 15);
-    sp->number_of_gpus = sqlite3_column_int64(st, 16);
-    snprintf(sp->gpu_model, sizeof sp->gpu_model, "%s", col_text(st, 17));
-    job->stage = strcmp(col_text(st, 18), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
-    job->has_min_cost = sqlite3_column_type(st, 19) != SQLITE_NULL;
-    job->min_cost = sqlite3_column_double(st, 19);
-    job->min_cost_batch_size = sqlite3_column_int64(st, 20);
-    if (bso_rng_from_json(&job->rng, col_text(st, 21)) < 0)
-        bad = BSO_EPARSE;
-    job->last_trial_number = sqlite3_column_int64(st, 22);
-    sp->policy = bso_policy_parse(col_text(st, 23));
-    if (sp->policy < 0)
-        bad = BSO_EPARSE;
+    const struct bso_row r = row(st);
+    const int bad = bso_column_read_job(&r, job);
     sqlite3_reset(st);
     if (bad < 0)
         return bso_session_fail(s, BSO_EPARSE, "job %s: corrupt row", job_id);
@@ -980,7 +942,7 @@ static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
         rc = load_trials(s, job_id, job);
     if (rc == 0 && (load & BSO_LOAD_ARMS) && job->stage == BSO_STAGE_MAB)
         rc = load_arms(s, job_id, job);
-    if (rc == 0 && sp->policy == BSO_POLICY_BSO)
+    if (rc == 0 && job->spec.policy == BSO_POLICY_BSO)
         rc = load_stats(s, job_id, job);
     if (rc < 0)
         bso_job_clear(job);
@@ -1094,26 +1056,6 @@ static int write_arm(struct bso_session *s, const char *job_id, const struct bso
     return step_done(s, st, is_new ? "insert arm" : "update arm");
 }
 
-static int be_save(struct bso_session *s, const struct bso_job *job, unsigned changed,
-                   const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
-{
-    const char *id = job->spec.job_id;
-    int rc = 0;
-    if (changed & BSO_CHANGED_TRIAL)
-        rc = write_trial(s, id, trial, trial_is_new);
-    /* The job's row holds its stage, minimum, RNG and last trial number: only those. */
-    const unsigned job_row = BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST;
-    if (rc == 0 && ((changed & job_row) || ((changed & BSO_CHANGED_TRIAL) && trial_is_new)))
-        rc = update_job(s, job);
-    for (size_t i = 0; rc == 0 && (changed & BSO_CHANGED_ARMS) && i < job->n_arms; i++)
-        rc = write_arm(s, id, &job->arms[i], true);
-    if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
-        rc = write_arm(s, id, &job->arms[arm_index], false);
-    if (rc == 0 && (changed & BSO_CHANGED_STATS) && arm_index < job->spec.n_batch_sizes)
-        rc = save_stat(s, job, arm_index);
-    return rc;
-}
-
 static int be_load_trial(struct bso_session *s, const char *job_id, int64_t number,
                          struct bso_trial *trial)
 {
@@ -1123,8 +1065,9 @@ static int be_load_trial(struct bso_session *s, const char *job_id, int64_t numb
     bind_text(st, 1, job_id);
     sqlite3_bind_int64(st, 2, number);
     int rc = sqlite3_step(st);
+    const struct bso_row r = row(st);
     if (rc == SQLITE_ROW)
-        read_trial(st, trial);
+        bso_column_read_trial(&r, trial);
     sqlite3_reset(st);
     if (rc == SQLITE_DONE)
         return bso_session_fail(s, BSO_ENOTFOUND, "no trial %" PRId64 " in job %s", number, job_id);
@@ -1166,17 +1109,10 @@ static int be_list_jobs(struct bso_session *s, const char *after, int64_t limit,
     sqlite3_bind_int64(st, 2, limit);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct bso_job_summary r;
-        memset(&r, 0, sizeof r);
-        snprintf(r.job_id, sizeof r.job_id, "%s", col_text(st, 0));
-        snprintf(r.gpu_model, sizeof r.gpu_model, "%s", col_text(st, 1));
-        r.stage = strcmp(col_text(st, 2), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
-        r.n_trials = sqlite3_column_int64(st, 3);
-        r.has_min_cost = sqlite3_column_type(st, 4) != SQLITE_NULL;
-        r.min_cost = sqlite3_column_double(st, 4);
-        r.min_cost_batch_size = sqlite3_column_int64(st, 5);
-        snprintf(r.created_at, sizeof r.created_at, "%s", col_text(st, 6));
-        cb = fn(ctx, &r);
+        const struct bso_row r = row(st);
+        struct bso_job_summary out;
+        bso_column_read_summary(&r, &out);
+        cb = fn(ctx, &out);
     }
     sqlite3_reset(st);
     if (cb != 0)
@@ -1195,13 +1131,10 @@ static int be_list_trials(struct bso_session *s, const char *job_id, int64_t aft
     sqlite3_bind_int64(st, 3, limit);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        struct bso_trial_row r;
-        memset(&r, 0, sizeof r);
-        read_trial(st, &r.trial);
-        snprintf(r.start_timestamp, sizeof r.start_timestamp, "%s", col_text(st, 7));
-        snprintf(r.end_timestamp, sizeof r.end_timestamp, "%s", col_text(st, 8));
-        snprintf(r.trial.energy_source, sizeof r.trial.energy_source, "%s", col_text(st, 9));
-        cb = fn(ctx, &r);
+        const struct bso_row r = row(st);
+        struct bso_trial_row out;
+        bso_column_read_trial_row(&r, &out);
+        cb = fn(ctx, &out);
     }
     sqlite3_reset(st);
     if (cb != 0)
@@ -1246,7 +1179,10 @@ const struct bso_store_ops bso_sqlite_ops = {
     .rollback = be_rollback,
     .load_job = be_load_job,
     .insert_job = be_insert_job,
-    .save = be_save,
+    .write_trial = write_trial,
+    .update_job = update_job,
+    .write_arm = write_arm,
+    .save_stat = save_stat,
     .load_trial = be_load_trial,
     .delete_job = be_delete_job,
     .job_exists = be_job_exists,

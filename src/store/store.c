@@ -390,7 +390,21 @@ static void pend(struct bso_session *s, const struct bso_job *job, unsigned chan
 int bso_session_save(struct bso_session *s, const struct bso_job *job, unsigned changed,
                      const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
 {
-    const int rc = s->ops->save(s, job, changed, trial, trial_is_new, arm_index);
+    const struct bso_store_ops *ops = s->ops;
+    const char *id = job->spec.job_id;
+    int rc = 0;
+    if (changed & BSO_CHANGED_TRIAL)
+        rc = ops->write_trial(s, id, trial, trial_is_new);
+    /* The job's row holds its stage, minimum, RNG and last trial number: only those. */
+    const unsigned job_row = BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST;
+    if (rc == 0 && ((changed & job_row) || ((changed & BSO_CHANGED_TRIAL) && trial_is_new)))
+        rc = ops->update_job(s, job);
+    for (size_t i = 0; rc == 0 && (changed & BSO_CHANGED_ARMS) && i < job->n_arms; i++)
+        rc = ops->write_arm(s, id, &job->arms[i], true);
+    if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
+        rc = ops->write_arm(s, id, &job->arms[arm_index], false);
+    if (rc == 0 && (changed & BSO_CHANGED_STATS) && arm_index < job->spec.n_batch_sizes)
+        rc = ops->save_stat(s, job, arm_index);
     if (rc == 0 && s->store->cache)
         pend(s, job, changed, trial, trial_is_new, arm_index);
     return rc;

@@ -49,8 +49,13 @@ struct bso_store_ops {
     void (*rollback)(struct bso_session *s);
     int (*load_job)(struct bso_session *s, const char *job_id, unsigned load, struct bso_job *job);
     int (*insert_job)(struct bso_session *s, const struct bso_job *job);
-    int (*save)(struct bso_session *s, const struct bso_job *job, unsigned changed,
-                const struct bso_trial *trial, bool trial_is_new, size_t arm_index);
+    /* The writes a save is made of; store.c decides which, the same way for every backend. */
+    int (*write_trial)(struct bso_session *s, const char *job_id, const struct bso_trial *t,
+                       bool is_new);
+    int (*update_job)(struct bso_session *s, const struct bso_job *job);
+    int (*write_arm)(struct bso_session *s, const char *job_id, const struct bso_arm *a,
+                     bool is_new);
+    int (*save_stat)(struct bso_session *s, const struct bso_job *job, size_t i);
     int (*load_trial)(struct bso_session *s, const char *job_id, int64_t number,
                       struct bso_trial *trial);
     int (*delete_job)(struct bso_session *s, const char *job_id);
