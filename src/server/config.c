@@ -63,6 +63,7 @@ static int set_port(struct bso_config *c, const char *v, char *why, size_t cap)
 
 static int set_threads(struct bso_config *c, const char *v, char *why, size_t cap)
 {
+    c->threads_set = true;
     return set_int(&c->threads, v, 1, 1024, why, cap);
 }
 
@@ -144,8 +145,8 @@ static const struct option options[] = {
     {"--log-format", "BSO_LOG_FORMAT", NULL, "FMT", "text or json lines (default text)",
      set_log_format},
     {"--threads", "BSO_THREADS", NULL, "N",
-     "worker threads (default: the number of CPUs; with --durability full every connection "
-     "has its own)",
+     "worker threads (default: the number of CPUs, four times that on PostgreSQL; with "
+     "--durability full every connection has its own)",
      set_threads},
     {"--durability", "BSO_DURABILITY", NULL, "MODE",
      "normal (WAL, survives a crash) or full (fsync per commit, survives power loss); "
@@ -294,5 +295,8 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
         if ((rc = apply(cfg, o, value, "command line", err, errcap)) < 0)
             return rc;
     }
+    /* A PostgreSQL server's threads mostly wait for the database's answers: more of them. */
+    if (!cfg->threads_set && strncmp(cfg->database, "postgres", 8) == 0)
+        cfg->threads *= 4;
     return 0;
 }

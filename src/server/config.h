@@ -20,6 +20,7 @@ struct bso_config {
     enum bso_log_level log_level;
     enum bso_log_format log_format;
     int threads;
+    bool threads_set; /* given explicitly (else a default that depends on the database) */
     enum bso_durability durability;
     int default_policy; /* enum bso_policy: for jobs registered without a "policy" field */
     size_t max_body;    /* bytes */
