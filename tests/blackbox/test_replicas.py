@@ -68,6 +68,21 @@ class Replicas(unittest.TestCase):
         with Server(database=database) as srv:
             self.assertEqual(srv.request("GET", "/jobs/test-asyncpg")[0], 200)
 
+    def test_more_threads_by_default(self):
+        """Threads wait on the database's answers: four per CPU unless told otherwise."""
+        database = harness.fresh_database(None)
+        for args, want in (([], 4 * os.cpu_count()), (["--threads", "3"], 3)):
+            proc = subprocess.Popen([harness.BIN, "--database", database, "--port", "0"] + args,
+                                    stderr=subprocess.PIPE, text=True)
+            try:
+                line = proc.stderr.readline()
+                while line and "listening on" not in line:
+                    line = proc.stderr.readline()
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=30)
+            self.assertIn("%d threads" % want, line)
+
     def test_database_outage(self):
         with tempfile.TemporaryDirectory() as d:
             os.chmod(d, 0o755)  # the cluster runs as the postgres user
