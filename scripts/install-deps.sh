@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages BSO needs to build, run and test. Safe to run again:
 # apt-get is only called when something is missing.
 set -eu
-pkgs="build-essential cmake ninja-build pkg-config clang-format \
+pkgs="build-essential cmake ninja-build pkg-config clang clang-format \
 libcmocka-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libpq-dev \
 libcurl4-openssl-dev postgresql python3 python3-yaml python3-numpy python3-torch python3-sklearn"
 missing=""
