@@ -5,7 +5,8 @@ Zeus users: `from bso import BatchSizeOptimizer, JobSpec, EnergyMonitor` replace
 """
 from .client import Client
 from .exceptions import (BSOBadOperationError, BSOConfigError, BSOError, BSOOperationOrderError,
-                         BSORuntimeError, BSOTrainFailError, ZeusBSOBadOperationError,
+                         BSORuntimeError, BSOTrainFailError, BSOUnreachableError,
+                         ZeusBSOBadOperationError,
                          ZeusBSOConfigError, ZeusBSOOperationOrderError, ZeusBSORuntimError,
                          ZeusBSOTrainFailError)
 from .monitor import EnergyMonitor, Measurement
@@ -16,7 +17,8 @@ ZeusMonitor = EnergyMonitor
 
 __all__ = ["BatchSizeOptimizer", "Client", "EnergyMonitor", "JobSpec", "Measurement",
            "ZeusMonitor", "BSOError", "BSORuntimeError", "BSOTrainFailError", "BSOConfigError",
-           "BSOOperationOrderError", "BSOBadOperationError", "ZeusBSORuntimError",
+           "BSOOperationOrderError", "BSOBadOperationError", "BSOUnreachableError",
+           "ZeusBSORuntimError",
            "ZeusBSOTrainFailError", "ZeusBSOConfigError", "ZeusBSOOperationOrderError",
            "ZeusBSOBadOperationError"]
 __version__ = "0.1.0"

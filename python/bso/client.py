@@ -4,7 +4,9 @@ import json
 from typing import Any, Optional, Tuple
 
 from . import _native as N
-from .exceptions import BSORuntimeError
+from .exceptions import BSORuntimeError, BSOUnreachableError
+
+BSO_ENET = -10  # bso/error.h: the server could not be reached
 
 
 class Client:
@@ -17,6 +19,8 @@ class Client:
         N.lib.bso_client_set_retries(self._c, retries)
 
     def _check(self, rc: int) -> None:
+        if rc == BSO_ENET:
+            raise BSOUnreachableError(N.lib.bso_client_errmsg(self._c).decode())
         if rc != 0:
             raise BSORuntimeError(N.lib.bso_client_errmsg(self._c).decode())
 

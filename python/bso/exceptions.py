@@ -10,6 +10,10 @@ class BSORuntimeError(BSOError):
     """The server could not be reached, or answered with an error."""
 
 
+class BSOUnreachableError(BSORuntimeError):
+    """The server could not be reached at all (no answer, no connection)."""
+
+
 class BSOTrainFailError(BSOError):
     """This run was stopped without converging (early-stopped, or out of epochs)."""
 

@@ -13,7 +13,10 @@ client so that porting a Zeus script is an import change.
 Differences from Zeus's client, all deliberate: reports carry the energy figure's source; with
 data parallelism (world_size > 1, see bso.torch) every rank learns the stop decision at the
 same evaluation and the job's energy is summed over the ranks; a failed run ends its trial at
-exit so the server can re-issue it.
+exit so the server can re-issue it; and a server that cannot be reached when the run starts
+never blocks training: the run falls back to the job's default batch size, reports nothing, and
+stops on its own at the target metric or max_epochs (on_unreachable="fail", or
+BSO_ON_UNREACHABLE=fail, raises BSOUnreachableError instead).
 """
 import atexit
 import logging
@@ -22,7 +25,7 @@ from typing import Optional
 
 from .client import Client
 from .exceptions import (BSOBadOperationError, BSOConfigError, BSOOperationOrderError,
-                         BSORuntimeError, BSOTrainFailError)
+                         BSORuntimeError, BSOTrainFailError, BSOUnreachableError)
 from .monitor import EnergyMonitor
 from .spec import JobSpec
 
@@ -35,7 +38,7 @@ class BatchSizeOptimizer:
     def __init__(self, monitor: EnergyMonitor, server_url: str, job: JobSpec, rank: int = 0,
                  world_size: int = 1, *, max_power: Optional[float] = None,
                  number_of_gpus: Optional[int] = None, gpu_model: Optional[str] = None,
-                 client: Optional[Client] = None):
+                 client: Optional[Client] = None, on_unreachable: Optional[str] = None):
         self.monitor = monitor
         self.server_url = server_url
         self.job = job
@@ -49,14 +52,32 @@ class BatchSizeOptimizer:
         self.trial_number = 0
         self.current_batch_size = 0
         self._ended = False
+        self.on_unreachable = on_unreachable or os.environ.get("BSO_ON_UNREACHABLE", "fallback")
+        if self.on_unreachable not in ("fallback", "fail"):
+            raise BSOConfigError("on_unreachable must be 'fallback' or 'fail', not %r"
+                                 % self.on_unreachable)
+        self.offline = False  # the server was unreachable: this run does without it
         self._client = client or Client(server_url)
         spec = job.to_dict()
         spec.update(self._gpu_config(max_power, number_of_gpus, gpu_model))
-        self.job_id, created = self._client.register(spec)
+        try:
+            self.job_id, created = self._client.register(spec)
+        except BSOUnreachableError as e:
+            self._go_offline(e)
+            self.job_id = job.job_id or ""
+            return
         self.job.job_id = self.job_id
         if rank == 0:
             log.info("BSO job %s (%s); export BSO_JOB_ID=%s to reuse it in later runs",
                      self.job_id, "registered" if created else "known", self.job_id)
+
+    def _go_offline(self, why: Exception) -> None:
+        if self.on_unreachable == "fail":
+            raise why
+        self.offline = True
+        log.warning("BSO server %s is unreachable (%s): this run trains with the default batch "
+                    "size %d and reports nothing", self.server_url, why,
+                    self.job.default_batch_size)
 
     def _gpu_config(self, max_power, number_of_gpus, gpu_model) -> dict:
         """max_power (W, all GPUs of the job), number_of_gpus, gpu_model: from NVML when there
@@ -86,7 +107,14 @@ class BatchSizeOptimizer:
         if self.current_batch_size != 0:
             return self.current_batch_size
         self.cur_epoch = 0
-        bs, number = self._client.next(self.job_id)
+        if not self.offline:
+            try:
+                bs, number = self._client.next(self.job_id)
+            except BSOUnreachableError as e:
+                self._go_offline(e)
+        if self.offline:
+            self.current_batch_size = self.job.default_batch_size
+            return self.current_batch_size
         if bs not in self.job.batch_sizes:
             raise BSORuntimeError("the server returned a batch size outside the job's: %d" % bs)
         self.current_batch_size, self.trial_number = bs, number
@@ -117,7 +145,9 @@ class BatchSizeOptimizer:
         self.running_time += elapsed
         self.consumed_energy += energy
         answer = None
-        if self.rank == 0:
+        if self.offline:
+            answer = self._decide_alone(float(metric))
+        elif self.rank == 0:
             answer = self._client.report(self.job_id, self.current_batch_size, self.trial_number,
                                          self.running_time, self.consumed_energy, float(metric),
                                          self.cur_epoch, self.energy_source)
@@ -132,6 +162,15 @@ class BatchSizeOptimizer:
         if not answer["converged"]:
             raise BSOTrainFailError("Train failed: %s Launch the job again: the server picks "
                                     "the next batch size." % answer["message"])
+
+    def _decide_alone(self, metric: float) -> dict:
+        """Without a server: stop at the target metric or at max_epochs, as the server would
+        without its cost bound."""
+        reached = (metric >= self.job.target_metric if self.job.higher_is_better_metric
+                   else metric <= self.job.target_metric)
+        stop = reached or self.cur_epoch >= self.job.max_epochs
+        return {"stop_train": stop, "converged": reached,
+                "message": "BSO server unreachable: decided by the client alone."}
 
     def _end_trial_at_exit(self) -> None:
         """A run that exits before its final report has failed: the server re-issues it."""

@@ -99,6 +99,52 @@ class Retries(unittest.TestCase):
             flaky.close()
 
 
+def closed_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nobody listens there once the socket is closed
+
+
+class Unreachable(unittest.TestCase):
+    """A server that cannot be reached never blocks training (unless told to fail)."""
+
+    def url(self):
+        return "http://127.0.0.1:%d" % closed_port()
+
+    def test_falls_back_to_the_default_batch_size(self):
+        with self.assertLogs("bso", "WARNING") as logs:
+            opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url(), spec(max_epochs=5))
+        self.assertIn("unreachable", logs.output[0])
+        self.assertTrue(opt.offline)
+        self.assertEqual(opt.get_batch_size(), 1024)
+        opt.on_train_begin()
+        opt.on_evaluate(0.1)
+        self.assertFalse(opt.training_finished)
+        opt.on_evaluate(0.7)  # the target (0.5) is reached: stop, converged
+        self.assertTrue(opt.training_finished)
+
+    def test_offline_run_out_of_epochs_fails(self):
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url(), spec(max_epochs=2))
+        opt.get_batch_size()
+        opt.on_train_begin()
+        opt.on_evaluate(0.1)
+        with self.assertRaises(bso.BSOTrainFailError):
+            opt.on_evaluate(0.2)
+
+    def test_fail_instead(self):
+        with self.assertRaises(bso.BSOUnreachableError):
+            bso.BatchSizeOptimizer(ScriptedMonitor(), self.url(), spec(), on_unreachable="fail")
+        os.environ["BSO_ON_UNREACHABLE"] = "fail"
+        try:
+            with self.assertRaises(bso.BSOUnreachableError):
+                bso.BatchSizeOptimizer(ScriptedMonitor(), self.url(), spec())
+        finally:
+            del os.environ["BSO_ON_UNREACHABLE"]
+        with self.assertRaises(bso.BSOConfigError):
+            bso.BatchSizeOptimizer(ScriptedMonitor(), self.url(), spec(), on_unreachable="later")
+
+
 class PythonClient(unittest.TestCase):
     def setUp(self):
         self.srv = Server().__enter__()
