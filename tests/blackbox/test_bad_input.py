@@ -115,5 +115,30 @@ class BadInput(unittest.TestCase):
         self.expect("PATCH", "/trials", {"job_id": "test-b", "batch_size": "x"}, 422)
 
 
+
+class RepeatedReports(unittest.TestCase):
+    """A client that did not get an answer sends the same report again: the same decision
+    comes back and nothing changes (bso policy, progress and final reports)."""
+
+    def test_same_decision_nothing_changes(self):
+        with Server() as srv:
+            self.assertEqual(srv.register(dict(fake_job("test-again"), policy="bso"))[0], 201)
+            _, t = srv.predict("test-again")
+            bs, n = t["batch_size"], t["trial_number"]
+            progress = (bs, n, 10.0, 2000.0, 0.2, 1)
+            final = (bs, n, 30.0, 6000.0, 0.9, 3)
+            for report in (progress, final):
+                first = srv.report("test-again", *report)
+                before = (srv.request("GET", "/jobs/test-again")[1],
+                          srv.request("GET", "/jobs/test-again/trials")[1])
+                again = srv.report("test-again", *report)
+                after = (srv.request("GET", "/jobs/test-again")[1],
+                         srv.request("GET", "/jobs/test-again/trials")[1])
+                self.assertEqual((first[0], again[0]), (200, 200))
+                self.assertEqual((first[1]["stop_train"], first[1]["converged"]),
+                                 (again[1]["stop_train"], again[1]["converged"]), report)
+                self.assertEqual(before, after, report)
+            self.assertTrue(again[1]["stop_train"] and again[1]["converged"])
+
 if __name__ == "__main__":
     unittest.main()
