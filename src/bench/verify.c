@@ -38,11 +38,20 @@ struct tallies {
     bool explore_late; /* an exploration trial came after a bandit trial */
 };
 
-static struct tally *tally_of(struct tallies *ts, int64_t bs)
+/* The tally of batch size bs, or NULL when no trial had it. */
+static struct tally *find_tally(const struct tallies *ts, int64_t bs)
 {
     for (size_t i = 0; i < ts->n; i++)
         if (ts->t[i].batch_size == bs)
-            return &ts->t[i];
+            return (struct tally *)&ts->t[i];
+    return NULL;
+}
+
+static struct tally *tally_of(struct tallies *ts, int64_t bs)
+{
+    struct tally *x = find_tally(ts, bs);
+    if (x)
+        return x;
     if (ts->n == sizeof ts->t / sizeof *ts->t)
         return NULL;
     ts->t[ts->n] = (struct tally){.batch_size = bs};
@@ -93,11 +102,10 @@ static long check_job(struct bso_http *cl, const char *id, const struct tallies 
     json_array_foreach(bso ? stats : json_object_get(job, "arms"), i, e)
     {
         const int64_t bs = json_integer_value(json_object_get(e, "batch_size"));
-        struct tally none = {.batch_size = bs};
-        const struct tally *x = &none;
-        for (size_t k = 0; k < ts->n; k++)
-            if (ts->t[k].batch_size == bs)
-                x = &ts->t[k];
+        const struct tally none = {.batch_size = bs};
+        const struct tally *x = find_tally(ts, bs);
+        if (!x)
+            x = &none;
         const bool same =
             bso ? json_integer_value(json_object_get(e, "runs")) == x->succeeded &&
                       json_integer_value(json_object_get(e, "successes")) == x->converged

@@ -227,15 +227,21 @@ static double now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* libpq's multi-line messages on one line, in place. */
+static char *one_line(char *text)
+{
+    for (char *p = text; *p; p++)
+        if (*p == '\n')
+            *p = (p[1] ? ' ' : '\0');
+    return text;
+}
+
 /* The connection's last error on one line. */
 static const char *conn_error(PGconn *c)
 {
     static __thread char line[256];
     snprintf(line, sizeof line, "%s", c ? PQerrorMessage(c) : "out of memory");
-    for (char *p = line; *p; p++)
-        if (*p == '\n')
-            *p = (p[1] ? ' ' : '\0');
-    return line;
+    return one_line(line);
 }
 
 /* ---- connections ---- */
@@ -339,11 +345,8 @@ static int db_fail(struct pg_session *s, const char *what, PGresult *r)
     const char *msg = r ? PQresultErrorMessage(r) : "";
     char line[300];
     snprintf(line, sizeof line, "%s", *msg ? msg : conn_error(s->conn));
-    for (char *q = line; *q; q++)
-        if (*q == '\n')
-            *q = (q[1] ? ' ' : '\0');
     PQclear(r);
-    return bso_session_fail(&s->base, BSO_EIO, "postgres: %s: %s", what, line);
+    return bso_session_fail(&s->base, BSO_EIO, "postgres: %s: %s", what, one_line(line));
 }
 
 /* Runs a prepared statement (preparing it on first use on this connection). The result, or

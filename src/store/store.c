@@ -372,16 +372,25 @@ int bso_session_insert_job(struct bso_session *s, const struct bso_job *job)
     return s->ops->insert_job(s, job);
 }
 
+/* The next change slot for the cache (zeroed), or NULL when the session holds as many as it
+ * can: the cache is then emptied at commit. */
+static struct bso_jobcache_change *pending_slot(struct bso_session *s)
+{
+    if (s->n_pending == BSO_PENDING_MAX) {
+        s->pending_overflow = true;
+        return NULL;
+    }
+    struct bso_jobcache_change *chg = &s->pending[s->n_pending++];
+    memset(chg, 0, sizeof *chg);
+    return chg;
+}
+
 /* Queues a change for the cache; one that cannot be copied makes the cache forget the job. */
 static void pend(struct bso_session *s, const struct bso_job *job, unsigned changed,
                  const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
 {
-    if (s->n_pending == BSO_PENDING_MAX) {
-        s->pending_overflow = true;
-        return;
-    }
-    struct bso_jobcache_change *chg = &s->pending[s->n_pending++];
-    if (bso_jobcache_change_init(chg, job, changed, trial, trial_is_new, arm_index) < 0) {
+    struct bso_jobcache_change *chg = pending_slot(s);
+    if (chg && bso_jobcache_change_init(chg, job, changed, trial, trial_is_new, arm_index) < 0) {
         bso_jobcache_change_clear(chg);
         chg->drop = true;
     }
@@ -420,15 +429,10 @@ int bso_session_load_trial(struct bso_session *s, const char *job_id, int64_t nu
 int bso_session_delete_job(struct bso_session *s, const char *job_id)
 {
     const int rc = s->ops->delete_job(s, job_id);
-    if (rc == 0 && s->store->cache) {
-        if (s->n_pending == BSO_PENDING_MAX) {
-            s->pending_overflow = true;
-        } else {
-            struct bso_jobcache_change *chg = &s->pending[s->n_pending++];
-            memset(chg, 0, sizeof *chg);
-            snprintf(chg->job_id, sizeof chg->job_id, "%s", job_id);
-            chg->drop = true;
-        }
+    struct bso_jobcache_change *chg = rc == 0 && s->store->cache ? pending_slot(s) : NULL;
+    if (chg) {
+        snprintf(chg->job_id, sizeof chg->job_id, "%s", job_id);
+        chg->drop = true;
     }
     return rc;
 }

@@ -1,5 +1,7 @@
 /* libFuzzer target for the .env reader: no input may crash it, and every key it keeps must be
  * found again. */
+#include "fuzz_text.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +12,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     struct bso_dotenv env;
     char err[256];
     if (bso_dotenv_parse(text, "fuzz.env", &env, err, sizeof err) == 0) {

@@ -1,5 +1,7 @@
 /* libFuzzer target for the RNG-state JSON reader: no input may crash it, and an accepted state
  * must survive a write/read round trip. Built with -DBSO_FUZZ=ON under clang. */
+#include "fuzz_text.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +12,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = malloc(size + 1);
+    char *text = fuzz_text(data, size);
     if (!text)
         return 0;
-    memcpy(text, data, size);
-    text[size] = '\0';
     bso_rng a, b;
     if (bso_rng_from_json(&a, text) == 0) {
         char buf[BSO_RNG_JSON_MAX];

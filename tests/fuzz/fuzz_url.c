@@ -1,6 +1,8 @@
 /* libFuzzer target for database and server URLs: choosing a backend, hiding a password and
  * splitting a server URL must never crash or overrun, and a redacted URL never grows by more
  * than "***". */
+#include "fuzz_text.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *url = malloc(size + 1);
+    char *url = fuzz_text(data, size);
     if (!url)
         return 0;
-    memcpy(url, data, size);
-    url[size] = '\0';
     char shown[8192], host[256], port[16];
     bso_store_redact_url(url, shown, sizeof shown);
     if (size < sizeof shown - 4 && strlen(shown) > strlen(url) + 3)
