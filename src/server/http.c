@@ -189,7 +189,7 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
     /* Under group commit a request waits for its batch's fsync, and would hold up every other
      * connection of a shared thread: each connection gets a thread of its own then. */
     const bool per_connection = cfg->durability == BSO_DURABILITY_FULL;
-    flags |= per_connection ? MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL : MHD_USE_EPOLL;
+    flags |= per_connection ? MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL : MHD_USE_EPOLL | MHD_USE_TURBO;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* One thread: MHD's polling thread alone (it warns about a pool of one). */
