@@ -1,8 +1,9 @@
 /* libbso's HTTP client over libcurl; see include/bso/client.h. */
 #include "bso/client.h"
 
+#include "client/answer.h"
+
 #include <curl/curl.h>
-#include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -131,42 +132,12 @@ static bool retryable(CURLcode cc, int status, bool idempotent)
            cc == CURLE_GOT_NOTHING || status == 502 || status == 503 || status == 504;
 }
 
-/* Pulls the server's explanation out of an error body: {"message"} or {"detail"}. */
+/* The failed exchange's error, with the server's explanation when it gave one. */
 static void server_error(bso_client *c, const char *method, const char *path)
 {
-    json_t *root = c->body ? json_loads(c->body, 0, NULL) : NULL;
-    const char *msg = NULL;
-    char detail[BSO_CLIENT_MSG_MAX] = "";
-    json_t *m = root ? json_object_get(root, "message") : NULL;
-    json_t *d = root ? json_object_get(root, "detail") : NULL;
-    if (json_is_string(m)) {
-        msg = json_string_value(m);
-    } else if (json_is_string(d)) {
-        msg = json_string_value(d);
-    } else if (json_is_array(d)) {
-        size_t o = 0, i;
-        json_t *e;
-        json_array_foreach(d, i, e)
-        {
-            json_t *loc = json_object_get(e, "loc");
-            json_t *last = json_array_get(loc, json_array_size(loc) - 1);
-            char where[64] = "body";
-            if (json_is_string(last))
-                snprintf(where, sizeof where, "%s", json_string_value(last));
-            else if (json_is_integer(last))
-                snprintf(where, sizeof where, "%" PRId64, (int64_t)json_integer_value(last));
-            const char *what = json_string_value(json_object_get(e, "msg"));
-            int w = snprintf(detail + o, sizeof detail - o, "%s%s: %s", i ? "; " : "", where,
-                             what ? what : "invalid");
-            if (w < 0 || (size_t)w >= sizeof detail - o)
-                break;
-            o += (size_t)w;
-        }
-        msg = detail;
-    }
-    fail(c, BSO_EHTTP, "%s %s: HTTP %d: %s", method, path, c->status,
-         msg ? msg : (c->body && *c->body ? c->body : "no explanation"));
-    json_decref(root);
+    char msg[BSO_CLIENT_MSG_MAX];
+    bso_answer_error(c->body, msg, sizeof msg);
+    fail(c, BSO_EHTTP, "%s %s: HTTP %d: %s", method, path, c->status, msg);
 }
 
 /* One HTTP exchange with retries. body may be NULL. 0 on a 2xx answer. */
@@ -232,19 +203,6 @@ static int call(bso_client *c, const char *method, const char *path, const char 
     return rc;
 }
 
-/* Parses the last answer as a JSON object; NULL with an error set otherwise. */
-static json_t *answer(bso_client *c, const char *what)
-{
-    json_error_t err;
-    json_t *root = json_loads(bso_client_body(c), 0, &err);
-    if (!json_is_object(root)) {
-        json_decref(root);
-        fail(c, BSO_EPARSE, "%s: the server's answer is not a JSON object: %s", what, err.text);
-        return NULL;
-    }
-    return root;
-}
-
 /* Escapes a job id for a query string. */
 static int query_id(bso_client *c, const char *prefix, const char *job_id, char *path, size_t cap)
 {
@@ -271,17 +229,9 @@ int bso_client_register(bso_client *c, const char *spec_json, char *job_id, bool
     int rc = call(c, "POST", "/jobs", spec_json, has_id);
     if (rc < 0)
         return rc;
-    json_t *root = answer(c, "register");
-    if (!root)
-        return BSO_EPARSE;
-    const char *id = json_string_value(json_object_get(root, "job_id"));
-    if (!id || strlen(id) >= BSO_CLIENT_ID_MAX) {
-        json_decref(root);
-        return fail(c, BSO_EPARSE, "register: the answer has no usable job_id");
-    }
-    snprintf(job_id, BSO_CLIENT_ID_MAX, "%s", id);
+    if ((rc = bso_answer_register(bso_client_body(c), job_id, c->errmsg, sizeof c->errmsg)) < 0)
+        return rc;
     *created = c->status == 201;
-    json_decref(root);
     return 0;
 }
 
@@ -291,18 +241,8 @@ int bso_client_next(bso_client *c, const char *job_id, int64_t *batch_size, int6
     int rc = query_id(c, "/jobs/batch_size?job_id=", job_id, path, sizeof path);
     if (rc < 0 || (rc = call(c, "GET", path, NULL, false)) < 0)
         return rc;
-    json_t *root = answer(c, "next");
-    if (!root)
-        return BSO_EPARSE;
-    json_t *bs = json_object_get(root, "batch_size"), *tn = json_object_get(root, "trial_number");
-    if (!json_is_integer(bs) || !json_is_integer(tn)) {
-        json_decref(root);
-        return fail(c, BSO_EPARSE, "next: the answer has no batch_size/trial_number");
-    }
-    *batch_size = json_integer_value(bs);
-    *trial_number = json_integer_value(tn);
-    json_decref(root);
-    return 0;
+    return bso_answer_next(bso_client_body(c), batch_size, trial_number, c->errmsg,
+                           sizeof c->errmsg);
 }
 
 /* The JSON body naming a trial, plus the report fields when rep is given. */
@@ -335,20 +275,7 @@ int bso_client_report(bso_client *c, const char *job_id, int64_t batch_size, int
     free(body);
     if (rc < 0)
         return rc;
-    json_t *root = answer(c, "report");
-    if (!root)
-        return BSO_EPARSE;
-    json_t *stop = json_object_get(root, "stop_train"), *conv = json_object_get(root, "converged");
-    if (!json_is_boolean(stop) || !json_is_boolean(conv)) {
-        json_decref(root);
-        return fail(c, BSO_EPARSE, "report: the answer has no stop_train/converged");
-    }
-    out->stop_train = json_is_true(stop);
-    out->converged = json_is_true(conv);
-    const char *msg = json_string_value(json_object_get(root, "message"));
-    snprintf(out->message, sizeof out->message, "%s", msg ? msg : "");
-    json_decref(root);
-    return 0;
+    return bso_answer_report(bso_client_body(c), out, c->errmsg, sizeof c->errmsg);
 }
 
 int bso_client_end_trial(bso_client *c, const char *job_id, int64_t batch_size,

@@ -26,9 +26,42 @@ struct pending {
     char *body;
     size_t len, cap;
     bool too_large;
-    bool answered; /* a response was queued early (413) */
+    bool answered;      /* a response was queued early (413) */
+    bool too_many_args; /* the query string was dropped unparsed: answer 414 */
+    bool started;       /* on_request has seen the headers */
     struct timespec start;
 };
+
+/* libmicrohttpd keeps every query parameter in the connection's small memory pool; a flood of
+ * them leaves no room for an answer, and it then neither answers nor closes (0.9.75). No route
+ * takes more than three, so a query string with more than this many is blanked here, before
+ * libmicrohttpd splits it, and the request answered 414. */
+#define BSO_MAX_QUERY_PARAMS 32
+
+/* Called with the request line's target before anything of it is parsed: the request's state
+ * starts here, and an overlong query string is dropped. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    struct pending *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &p->start);
+    char *q = strchr(uri, '?');
+    if (q) {
+        size_t params = 1;
+        for (const char *s = q + 1; *s; s++)
+            params += *s == '&' || *s == ';';
+        if (params > BSO_MAX_QUERY_PARAMS) {
+            /* The target lies in the connection's read buffer, which libmicrohttpd itself
+             * rewrites in place while parsing: ending it at the '?' leaves no parameters. */
+            q[1] = '\0';
+            p->too_many_args = true;
+        }
+    }
+    return p;
+}
 
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, struct jbuf *body)
 {
@@ -52,17 +85,22 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, stru
     return ok;
 }
 
-static enum MHD_Result too_large(struct MHD_Connection *c, size_t max)
+static enum MHD_Result message(struct MHD_Connection *c, unsigned status, const char *msg)
 {
     struct jbuf b;
-    char msg[128];
     jb_init(&b);
-    snprintf(msg, sizeof msg, "Request body too large: the limit is %zu bytes.", max);
     jb_obj(&b);
     jb_key(&b, "message");
     jb_str(&b, msg);
     jb_end(&b);
-    return send_json(c, MHD_HTTP_CONTENT_TOO_LARGE, &b);
+    return send_json(c, status, &b);
+}
+
+static enum MHD_Result too_large(struct MHD_Connection *c, size_t max)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "Request body too large: the limit is %zu bytes.", max);
+    return message(c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
 }
 
 static double ms_since(const struct timespec *t0)
@@ -79,12 +117,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     (void)version;
     struct bso_server *srv = cls;
     struct pending *p = *con_cls;
-    if (!p) {
-        p = calloc(1, sizeof(*p));
-        if (!p)
-            return MHD_NO;
-        clock_gettime(CLOCK_MONOTONIC, &p->start);
-        *con_cls = p;
+    if (!p)
+        return MHD_NO; /* on_uri ran out of memory */
+    if (!p->started) {
+        p->started = true;
+        if (p->too_many_args) {
+            p->answered = true;
+            return message(c, MHD_HTTP_URI_TOO_LONG, "Too many query parameters.");
+        }
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
@@ -152,7 +192,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     char msg[512];
@@ -189,7 +229,8 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
     /* Under group commit a request waits for its batch's fsync, and would hold up every other
      * connection of a shared thread: each connection gets a thread of its own then. */
     const bool per_connection = cfg->durability == BSO_DURABILITY_FULL;
-    flags |= per_connection ? MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL : MHD_USE_EPOLL | MHD_USE_TURBO;
+    flags |= per_connection ? MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL
+                            : MHD_USE_EPOLL | MHD_USE_TURBO;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* One thread: MHD's polling thread alone (it warns about a pool of one). */
@@ -199,12 +240,13 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
         {MHD_OPTION_END, 0, NULL}};
     /* The logger must be the first option, or MHD logs its first messages its own way. An
      * 8 KiB pool per connection holds its headers: bodies are copied out as they arrive. */
-    srv->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, pool,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(8 * 1024),
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+    srv->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv,
+                                   MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
+                                   ai->ai_addr, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_LIMIT,
+                                   (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+                                   (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                                   (size_t)(8 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+                                   NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {
         snprintf(err, errcap, "cannot listen on %s:%d (in use, or not an address of this host)",

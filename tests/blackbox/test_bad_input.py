@@ -114,6 +114,23 @@ class BadInput(unittest.TestCase):
                          {"message": "Unknown job(absent)."})
         self.expect("PATCH", "/trials", {"job_id": "test-b", "batch_size": "x"}, 422)
 
+    def test_floods_of_parameters_and_headers(self):
+        # Found by fuzzing: a few hundred query parameters used to leave libmicrohttpd unable
+        # to answer, and the connection hung until the idle timeout.
+        for path in ("/jobs/batch_size?job_id=test-b" + "&" * 300, "/jobs?" + "a=1&" * 50):
+            with self.subTest(path=path[:30]):
+                data = self.expect("GET", path, None, 414)
+                self.assertIn("query parameters", data["message"])
+        self.expect("GET", "/jobs/batch_size?job_id=absent&a=1&b=2", None, 400)  # Zeus: 400
+        # Too many headers: 431 and the connection closes, promptly.
+        conn = http.client.HTTPConnection("127.0.0.1", self.srv.port, timeout=5)
+        conn.putrequest("GET", "/jobs")
+        for i in range(400):
+            conn.putheader("X-Filler-%d" % i, "y")
+        conn.endheaders()
+        self.assertEqual(conn.getresponse().status, 431)
+        conn.close()
+
 
 
 class RepeatedReports(unittest.TestCase):
