@@ -240,11 +240,45 @@ static json_t *field(struct field_ctx *c, json_t *obj, const char *name, bool re
     return v;
 }
 
+/* The offset at which body nests arrays and objects deeper than max, or -1. Strings are
+ * skipped, escapes included; the parser judges everything else. */
+static long too_deep(const char *body, size_t len, int max)
+{
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        const char ch = body[i];
+        if (in_string) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_string = false;
+        } else if (ch == '"') {
+            in_string = true;
+        } else if (ch == '[' || ch == '{') {
+            if (++depth > max)
+                return (long)i;
+        } else if (ch == ']' || ch == '}') {
+            depth--;
+        }
+    }
+    return -1;
+}
+
 /* Parses the body as a JSON object, or explains why not. */
 static json_t *parse_object(const char *body, size_t len, struct bso_details *ds)
 {
     if (len == 0) {
         bso_details_add(ds, "body", NULL, -1, "value_error.missing", "field required");
+        return NULL;
+    }
+    /* No request nests deeper than 2; refusing deep bodies up front keeps the recursive
+     * parser's work and stack bounded. */
+    const long deep = too_deep(body, len, BSO_MAX_JSON_DEPTH);
+    if (deep >= 0) {
+        char msg[80];
+        snprintf(msg, sizeof msg, "JSON nested deeper than %d levels", BSO_MAX_JSON_DEPTH);
+        bso_details_add(ds, "body", NULL, (int64_t)deep, "value_error.jsondecode", msg);
         return NULL;
     }
     json_error_t err;

@@ -27,6 +27,9 @@ struct bso_detail {
 };
 
 #define BSO_MAX_DETAILS 32
+/* Arrays and objects nested deeper than this are refused before parsing (no request needs more
+ * than 2). */
+#define BSO_MAX_JSON_DEPTH 16
 
 struct bso_details {
     size_t n;

@@ -72,6 +72,16 @@ static int set_max_connections(struct bso_config *c, const char *v, char *why, s
     return set_int(&c->max_connections, v, 1, 1000000, why, cap);
 }
 
+static int set_max_per_client(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->max_per_client, v, 0, 1000000, why, cap);
+}
+
+static int set_request_timeout(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->request_timeout_s, v, 1, 86400, why, cap);
+}
+
 static int set_db_connections(struct bso_config *c, const char *v, char *why, size_t cap)
 {
     return set_int(&c->db_connections, v, 0, 4096, why, cap);
@@ -160,6 +170,10 @@ static const struct option options[] = {
      set_max_body},
     {"--max-connections", "BSO_MAX_CONNECTIONS", NULL, "N",
      "simultaneous connections (default 1024)", set_max_connections},
+    {"--max-connections-per-client", "BSO_MAX_CONNECTIONS_PER_CLIENT", NULL, "N",
+     "simultaneous connections from one IP address; 0: no limit (default 256; behind a "
+     "proxy every client has the proxy's address)",
+     set_max_per_client},
     {"--db-connections", "BSO_DB_CONNECTIONS", NULL, "N",
      "database connections the worker threads share; 0: one each (default 0). Fewer "
      "connections keep their page caches warm at the price of waiting for one",
@@ -170,6 +184,10 @@ static const struct option options[] = {
      set_cache_mb},
     {"--timeout", "BSO_TIMEOUT", NULL, "SECONDS", "idle connection timeout (default 60)",
      set_timeout},
+    {"--request-timeout", "BSO_REQUEST_TIMEOUT", NULL, "SECONDS",
+     "time a request may take to arrive, from its first line to the end of its body; a slower "
+     "one gets 408 and the connection closes (default 30)",
+     set_request_timeout},
 };
 #define N_OPTIONS (sizeof options / sizeof *options)
 
@@ -227,6 +245,8 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
     cfg->max_body = 1024 * 1024;
     cfg->max_connections = 1024;
     cfg->timeout_s = 60;
+    cfg->request_timeout_s = 30;
+    cfg->max_per_client = 256;
     cfg->cache_mb = 4;
 
     struct bso_dotenv env;

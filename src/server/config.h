@@ -25,9 +25,11 @@ struct bso_config {
     int default_policy; /* enum bso_policy: for jobs registered without a "policy" field */
     size_t max_body;    /* bytes */
     int max_connections;
-    int db_connections; /* 0: one per worker thread */
-    int timeout_s;      /* idle connection timeout */
-    int cache_mb;       /* memory for jobs kept in memory; 0: none */
+    int max_per_client;    /* connections from one IP address; 0: no limit */
+    int db_connections;    /* 0: one per worker thread */
+    int timeout_s;         /* idle connection timeout */
+    int request_timeout_s; /* longest time a request may take to arrive */
+    int cache_mb;          /* memory for jobs kept in memory; 0: none */
     /* What to do: serve, or migrate. */
     enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_HELP, BSO_CMD_VERSION } command;
     bool migrate_sql; /* print the migration SQL instead of applying it */

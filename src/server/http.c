@@ -110,6 +110,14 @@ static double ms_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* A request whose headers took longer than --request-timeout to arrive: 408, and the
+ * connection closes (libmicrohttpd closes it after an answer given before the body was read). */
+static enum MHD_Result request_timeout(struct MHD_Connection *c, struct pending *p)
+{
+    p->answered = true;
+    return message(c, MHD_HTTP_REQUEST_TIMEOUT, "The request took too long to arrive.");
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls)
@@ -125,6 +133,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             p->answered = true;
             return message(c, MHD_HTTP_URI_TOO_LONG, "Too many query parameters.");
         }
+        if (ms_since(&p->start) > 1e3 * srv->cfg.request_timeout_s)
+            return request_timeout(c, p);
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
@@ -134,6 +144,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (*upload_size) {
+        if (ms_since(&p->start) > 1e3 * srv->cfg.request_timeout_s) {
+            /* libmicrohttpd cannot answer in the middle of a body: the connection closes. */
+            log_info("%s %s: the body took longer than %d s to arrive; closing", method, url,
+                     srv->cfg.request_timeout_s);
+            return MHD_NO;
+        }
         if (!p->answered && !p->too_large) {
             if (p->len + *upload_size > srv->cfg.max_body) {
                 p->too_large = true;
@@ -240,13 +256,14 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
         {MHD_OPTION_END, 0, NULL}};
     /* The logger must be the first option, or MHD logs its first messages its own way. An
      * 8 KiB pool per connection holds its headers: bodies are copied out as they arrive. */
-    srv->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv,
-                                   MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_SOCK_ADDR,
-                                   ai->ai_addr, MHD_OPTION_ARRAY, pool, MHD_OPTION_CONNECTION_LIMIT,
-                                   (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-                                   (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                                   (size_t)(8 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-                                   NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
+    srv->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, pool,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_per_client,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(8 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {
         snprintf(err, errcap, "cannot listen on %s:%d (in use, or not an address of this host)",

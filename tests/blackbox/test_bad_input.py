@@ -1,5 +1,8 @@
 """Malformed requests get a clear 4xx (never a 500 with internals) and change nothing."""
 import http.client
+import json
+import socket
+import time
 import unittest
 
 from harness import Server, fake_job
@@ -159,3 +162,103 @@ class RepeatedReports(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Limits(unittest.TestCase):
+    """Each documented limit answers (4xx) or closes the connection; none hangs."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(args=["--request-timeout", "1", "--timeout", "2",
+                               "--max-connections-per-client", "3"]).__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.__exit__(None, None, None)
+
+    def connect(self):
+        return socket.create_connection(("127.0.0.1", self.srv.port), timeout=10)
+
+    @staticmethod
+    def read_all(sock):
+        data = b""
+        while True:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return data
+
+    def test_json_depth(self):
+        body = '{"job_id": ' + "[" * 20 + "]" * 20 + "}"
+        status, data = self.srv.request("POST", "/report", body)
+        self.assertEqual(status, 422, data)
+        self.assertIn("nested deeper than 16", data["detail"][0]["msg"])
+        # Brackets inside strings are not nesting.
+        status, data = self.srv.request("POST", "/report", {"job_id": "[" * 40})
+        self.assertEqual(status, 422)
+        self.assertNotIn("nested", json.dumps(data))
+
+    def test_slow_headers_get_408(self):
+        s = self.connect()
+        s.sendall(b"GET /jobs HTTP/1.1\r\n")
+        time.sleep(1.3)  # past --request-timeout 1, within the idle timeout of 2
+        s.sendall(b"Host: x\r\n\r\n")
+        answer = self.read_all(s)
+        s.close()
+        self.assertTrue(answer.startswith(b"HTTP/1.1 408"), answer[:80])
+        self.assertIn(b"too long to arrive", answer)
+
+    def test_slow_body_closes(self):
+        s = self.connect()
+        start = time.monotonic()
+        s.sendall(b"POST /report HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 100\r\n\r\n" + b" " * 10)
+        closed = False
+        for _ in range(8):  # a trickle every 0.5 s keeps the idle timeout away
+            time.sleep(0.5)
+            try:
+                s.sendall(b" ")
+            except OSError:
+                closed = True
+                break
+            s.settimeout(0.01)
+            try:
+                if s.recv(4096) == b"":
+                    closed = True
+                    break
+            except socket.timeout:
+                pass
+            except ConnectionResetError:
+                closed = True
+                break
+        s.close()
+        self.assertTrue(closed, "a trickling body kept its connection")
+        self.assertLess(time.monotonic() - start, 3.5)
+
+    def test_idle_connection_closed(self):
+        s = self.connect()
+        start = time.monotonic()
+        s.sendall(b"GET /jobs HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+        self.assertEqual(self.read_all(s), b"")
+        s.close()
+        self.assertLess(time.monotonic() - start, 6)
+
+    def test_connections_per_client(self):
+        held = [self.connect() for _ in range(3)]
+        for s in held:  # each is served
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.assertTrue(s.recv(4096).startswith(b"HTTP/1.1 200"))
+        extra = self.connect()
+        extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(self.read_all(extra), b"", "a fourth connection was served")
+        extra.close()
+        held.pop().close()
+        time.sleep(0.2)
+        status, _ = self.srv.request("GET", "/healthz")
+        self.assertEqual(status, 200)
+        for s in held:
+            s.close()
