@@ -112,7 +112,7 @@ static void test_golden_across_restarts(void **state)
     assert_int_equal(bso_session_count_trials(s, id, counts), 0);
     assert_int_equal(counts[BSO_TRIAL_SUCCEEDED], 51);
     bso_session_release(s);
-    assert_int_equal(bso_store_schema_version(st), 3);
+    assert_int_equal(bso_store_schema_version(st), 4);
     bso_store_close(st);
 }
 
@@ -227,7 +227,7 @@ static void test_open_errors_and_migrations(void **state)
         bso_store_open("sqlite:////nonexistent-dir/x/y.db", NULL, &st, err, sizeof err), BSO_EIO);
     const char *sql = bso_store_migrations_sql("sqlite:///x.db");
     assert_non_null(strstr(sql, "CREATE TABLE job"));
-    assert_non_null(strstr(sql, "PRAGMA user_version = 3"));
+    assert_non_null(strstr(sql, "PRAGMA user_version = 4"));
     assert_null(bso_store_migrations_sql("nope://"));
     /* Zeus's async URL works. */
     char zeus[160];
@@ -246,7 +246,8 @@ static void test_open_errors_and_migrations(void **state)
     assert_non_null(strstr(err, "newer"));
 }
 
-/* A database written by schema version 1 (no energy_source, policy or bs_stat) is upgraded in
+/* A database written by schema version 1 (no energy_source, policy, bs_stat or tenants) is
+ * upgraded in
  * place on open, through every later migration, and keeps its jobs and trials. */
 static void test_upgrade_from_version_1(void **state)
 {
@@ -271,6 +272,8 @@ static void test_upgrade_from_version_1(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db,
+                                  "DROP TABLE api_token; DROP INDEX job_by_tenant; "
+                                  "ALTER TABLE job DROP COLUMN tenant; "
                                   "ALTER TABLE trial DROP COLUMN energy_source; "
                                   "DROP TABLE bs_stat; ALTER TABLE job DROP COLUMN policy; "
                                   "PRAGMA user_version = 1",
@@ -278,7 +281,7 @@ static void test_upgrade_from_version_1(void **state)
                      SQLITE_OK);
     sqlite3_close(db);
     st = open_store(u);
-    assert_int_equal(bso_store_schema_version(st), 3);
+    assert_int_equal(bso_store_schema_version(st), 4);
     s = session(st);
     struct bso_report r = {
         .time = 1, .energy = 2, .metric = 0.9, .current_epoch = 1, .energy_source = "rapl"};

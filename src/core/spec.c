@@ -279,3 +279,15 @@ bool bso_job_spec_equal(const struct bso_job_spec *a, const struct bso_job_spec 
            a->mab_prior_precision == b->mab_prior_precision &&
            a->mab_num_explorations == b->mab_num_explorations && a->policy == b->policy;
 }
+
+bool bso_tenant_name_valid(const char *name)
+{
+    size_t n = 0;
+    for (; name[n]; n++) {
+        const char c = name[n];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return n > 0 && n <= BSO_TENANT_MAX;
+}

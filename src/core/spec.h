@@ -18,6 +18,7 @@
 /* A generated id is "<prefix>-<8 hex>", so the prefix leaves room for 9 characters. */
 #define BSO_JOB_ID_PREFIX_MAX (BSO_JOB_ID_MAX - 9)
 #define BSO_GPU_MODEL_MAX 128
+#define BSO_TENANT_MAX 64
 #define BSO_MAX_PRUNING_ROUNDS 64
 
 /* Which policy a job runs. Zeus's exactly, or BSO's own (see docs/policy.md). A request that
@@ -58,7 +59,13 @@ struct bso_job_spec {
     int64_t mab_seed;
     /* BSO's own field (Zeus clients do not send it). */
     int policy; /* enum bso_policy */
+    /* The tenant whose token registered the job; "" when registered without authentication.
+     * Set by the server, never read from a client's spec, and not part of spec equality. */
+    char tenant[BSO_TENANT_MAX + 1];
 };
+
+/* Whether name is a valid tenant name: 1 to BSO_TENANT_MAX of A-Z a-z 0-9 . _ - */
+bool bso_tenant_name_valid(const char *name);
 
 /* One validation failure, shaped like a pydantic v1 error so the server can answer as Zeus. */
 struct bso_spec_error {

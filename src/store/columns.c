@@ -120,6 +120,7 @@ int bso_column_read_job(const struct bso_row *r, struct bso_job *job)
     sp->policy = bso_policy_parse(r->text(r->ctx, 23));
     if (sp->policy < 0)
         bad = BSO_EPARSE;
+    snprintf(sp->tenant, sizeof sp->tenant, "%s", r->text(r->ctx, 24));
     return bad < 0 ? BSO_EPARSE : 0;
 }
 
@@ -180,6 +181,18 @@ void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *ou
     out->min_cost = r->f64(r->ctx, 4);
     out->min_cost_batch_size = r->i64(r->ctx, 5);
     snprintf(out->created_at, sizeof out->created_at, "%s", r->text(r->ctx, 6));
+    snprintf(out->tenant, sizeof out->tenant, "%s", r->text(r->ctx, 7));
+}
+
+void bso_column_read_token(const struct bso_row *r, struct bso_token *out)
+{
+    memset(out, 0, sizeof *out);
+    out->id = r->i64(r->ctx, 0);
+    snprintf(out->tenant, sizeof out->tenant, "%s", r->text(r->ctx, 1));
+    out->admin = r->i64(r->ctx, 2) != 0;
+    snprintf(out->hint, sizeof out->hint, "%s", r->text(r->ctx, 3));
+    snprintf(out->created_at, sizeof out->created_at, "%s", r->text(r->ctx, 4));
+    snprintf(out->revoked_at, sizeof out->revoked_at, "%s", r->text(r->ctx, 5));
 }
 
 void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *out)

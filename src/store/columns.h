@@ -41,7 +41,8 @@ struct bso_row {
 /* job_id, job_id_prefix, batch_sizes, default_batch_size, eta_knob, beta_knob, target_metric,
  * higher_is_better_metric, max_epochs, num_pruning_rounds, window_size, mab_prior_mean,
  * mab_prior_precision, mab_num_explorations, mab_seed, max_power, number_of_gpus, gpu_model,
- * stage, min_cost, min_cost_batch_size, rng_state, last_trial_number, policy: into a reset job
+ * stage, min_cost, min_cost_batch_size, rng_state, last_trial_number, policy, tenant: into a
+ * reset job
  * (bso_job_reset first). 0, or BSO_EPARSE for a corrupt row. */
 int bso_column_read_job(const struct bso_row *r, struct bso_job *job);
 /* trial_number, batch_size, type, status, time, energy, converged. */
@@ -52,8 +53,11 @@ void bso_column_read_stat(const struct bso_row *r, struct bso_job *job);
 /* batch_size, param_mean, param_precision, reward_precision, num_observations, n_results,
  * recent: into an uninitialised arm. 0, BSO_EPARSE or BSO_ENOMEM. */
 int bso_column_read_arm(const struct bso_row *r, struct bso_arm *a);
-/* job_id, gpu_model, stage, last_trial_number, min_cost, min_cost_batch_size, created_at. */
+/* job_id, gpu_model, stage, last_trial_number, min_cost, min_cost_batch_size, created_at,
+ * tenant. */
 void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *out);
+/* id, tenant, admin, hint, created_at, revoked_at. */
+void bso_column_read_token(const struct bso_row *r, struct bso_token *out);
 /* A trial's columns, then start_timestamp, end_timestamp, energy_source. */
 void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *out);
 

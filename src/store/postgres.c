@@ -102,6 +102,18 @@ static const char *const migrations[] = {
     "  warm_steady_sum DOUBLE PRECISION NOT NULL,\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ");\n",
+    /* 4: tenants and their API tokens */
+    "ALTER TABLE job ADD COLUMN tenant TEXT;    -- NULL: registered without authentication\n"
+    "CREATE INDEX job_by_tenant ON job (tenant, job_id);\n"
+    "CREATE TABLE api_token (\n"
+    "  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  admin INTEGER NOT NULL,\n"
+    "  hash TEXT NOT NULL UNIQUE,              -- SHA-256 of the token, hex; never the token\n"
+    "  hint TEXT NOT NULL,                     -- its first characters\n"
+    "  created_at TEXT NOT NULL,\n"
+    "  revoked_at TEXT\n"
+    ");\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -131,6 +143,11 @@ enum stmt_id {
     ST_COUNT_TRIALS,
     ST_LOAD_STATS,
     ST_SAVE_STAT,
+    ST_TOKEN_INSERT,
+    ST_TOKEN_FIND,
+    ST_TOKEN_LIST,
+    ST_TOKEN_REVOKE,
+    ST_TOKEN_COUNT,
     ST_COUNT
 };
 
@@ -142,7 +159,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy FROM job WHERE job_id = $1",
+        " last_trial_number, policy, tenant FROM job WHERE job_id = $1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = $1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -153,9 +170,9 @@ static const char *const stmt_sql[ST_COUNT] = {
         " beta_knob, target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds,"
         " window_size, mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed,"
         " max_power, number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
-        " $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, " NOW_TEXT
-        ") ON CONFLICT (job_id) DO NOTHING",
+        " last_trial_number, policy, tenant, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
+        " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, "
+        "$25, " NOW_TEXT ") ON CONFLICT (job_id) DO NOTHING",
     [ST_UPDATE_JOB] = "UPDATE job SET stage = $2, min_cost = $3, min_cost_batch_size = $4,"
                       " rng_state = $5, last_trial_number = $6 WHERE job_id = $1",
     [ST_INSERT_TRIAL] =
@@ -175,8 +192,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DELETE_JOB] = "DELETE FROM job WHERE job_id = $1",
     [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = $1",
     [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
-                     " min_cost_batch_size, created_at FROM job WHERE job_id > $1"
-                     " ORDER BY job_id LIMIT $2",
+                     " min_cost_batch_size, created_at, tenant FROM job WHERE job_id > $1"
+                     " AND ($3::text IS NULL OR coalesce(tenant, '') = $3) ORDER BY job_id"
+                     " LIMIT $2",
     [ST_LIST_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged,"
                        " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = $1"
                        " AND trial_number > $2 ORDER BY trial_number LIMIT $3",
@@ -197,6 +215,16 @@ static const char *const stmt_sql[ST_COUNT] = {
         " epochs_sum = EXCLUDED.epochs_sum, censored_epochs = EXCLUDED.censored_epochs,"
         " first_epoch_cost = EXCLUDED.first_epoch_cost,"
         " warm_first_sum = EXCLUDED.warm_first_sum, warm_steady_sum = EXCLUDED.warm_steady_sum",
+    [ST_TOKEN_INSERT] = "INSERT INTO api_token (tenant, admin, hash, hint, created_at)"
+                        " VALUES ($1, $2, $3, $4, " NOW_TEXT ") RETURNING id",
+    [ST_TOKEN_FIND] = "SELECT id, tenant, admin, hint, created_at, revoked_at FROM api_token"
+                      " WHERE hash = $1 AND revoked_at IS NULL",
+    [ST_TOKEN_LIST] = "SELECT id, tenant, admin, hint, created_at, revoked_at FROM api_token"
+                      " WHERE $1::text IS NULL OR tenant = $1 ORDER BY id",
+    [ST_TOKEN_REVOKE] = "UPDATE api_token SET revoked_at = " NOW_TEXT
+                        " WHERE revoked_at IS NULL AND (id = $1 OR ($1::bigint IS NULL AND"
+                        " tenant = $2))",
+    [ST_TOKEN_COUNT] = "SELECT count(*) FROM api_token WHERE revoked_at IS NULL",
 };
 
 struct backend {
@@ -293,7 +321,7 @@ static int ensure_connection(struct pg_session *s)
 
 /* ---- statements ---- */
 
-#define MAX_PARAMS 24
+#define MAX_PARAMS 25
 
 /* Parameters in text form. */
 struct params {
@@ -781,6 +809,10 @@ static int be_insert_job(struct bso_session *base, const struct bso_job *job)
     p_text(&p, rng);
     p_int(&p, job->last_trial_number);
     p_text(&p, bso_policy_name(sp->policy));
+    if (sp->tenant[0])
+        p_text(&p, sp->tenant);
+    else
+        p_null(&p);
     PGresult *r = run(s, ST_INSERT_JOB, &p, "insert job");
     if (!r)
         return BSO_EIO;
@@ -917,11 +949,13 @@ static int be_job_exists(struct bso_session *base, const char *job_id)
 }
 
 static int be_list_jobs(struct bso_session *base, const char *after, int64_t limit,
-                        int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx)
+                        const char *tenant, int (*fn)(void *ctx, const struct bso_job_summary *row),
+                        void *ctx)
 {
     struct params p = {.n = 0};
     p_text(&p, after ? after : "");
     p_int(&p, limit);
+    p_text(&p, tenant);
     PGresult *r = run(ps(base), ST_LIST_JOBS, &p, "list jobs");
     if (!r)
         return BSO_EIO;
@@ -981,6 +1015,93 @@ static int be_ping(struct bso_session *base)
     return rc;
 }
 
+/* ---- API tokens: statements of their own, outside any request's transaction ---- */
+
+static PGresult *run_token(struct bso_session *base, enum stmt_id id, const struct params *p,
+                           const char *what)
+{
+    struct pg_session *s = ps(base);
+    return ensure_connection(s) < 0 ? NULL : run(s, id, p, what);
+}
+
+static int be_token_insert(struct bso_session *base, const struct bso_token *t, const char *hash,
+                           int64_t *id)
+{
+    struct params p = {.n = 0};
+    p_text(&p, t->tenant);
+    p_int(&p, t->admin);
+    p_text(&p, hash);
+    p_text(&p, t->hint);
+    PGresult *r = run_token(base, ST_TOKEN_INSERT, &p, "insert token");
+    if (!r)
+        return BSO_EIO;
+    *id = PQntuples(r) == 1 ? col_int(r, 0, 0) : 0;
+    PQclear(r);
+    return 0;
+}
+
+static int be_token_find(struct bso_session *base, const char *hash, struct bso_token *out)
+{
+    struct params p = {.n = 0};
+    p_text(&p, hash);
+    PGresult *r = run_token(base, ST_TOKEN_FIND, &p, "find token");
+    if (!r)
+        return BSO_EIO;
+    const bool found = PQntuples(r) == 1;
+    if (found) {
+        const struct bso_row row = ROW(r, 0);
+        bso_column_read_token(&row, out);
+    }
+    PQclear(r);
+    return found ? 0 : bso_session_fail(base, BSO_ENOTFOUND, "no such token");
+}
+
+static int be_token_list(struct bso_session *base, const char *tenant,
+                         int (*fn)(void *ctx, const struct bso_token *t), void *ctx)
+{
+    struct params p = {.n = 0};
+    p_text(&p, tenant);
+    PGresult *r = run_token(base, ST_TOKEN_LIST, &p, "list tokens");
+    if (!r)
+        return BSO_EIO;
+    int cb = 0;
+    for (int i = 0; i < PQntuples(r) && cb == 0; i++) {
+        const struct bso_row row = ROW(r, i);
+        struct bso_token t;
+        bso_column_read_token(&row, &t);
+        cb = fn(ctx, &t);
+    }
+    PQclear(r);
+    return cb;
+}
+
+static int be_token_revoke(struct bso_session *base, int64_t id, const char *tenant,
+                           int64_t *revoked)
+{
+    struct params p = {.n = 0};
+    if (id > 0)
+        p_int(&p, id);
+    else
+        p_null(&p);
+    p_text(&p, tenant);
+    PGresult *r = run_token(base, ST_TOKEN_REVOKE, &p, "revoke tokens");
+    if (!r)
+        return BSO_EIO;
+    *revoked = strtoll(PQcmdTuples(r), NULL, 10);
+    PQclear(r);
+    return 0;
+}
+
+static int be_token_count(struct bso_session *base, int64_t *active)
+{
+    PGresult *r = run_token(base, ST_TOKEN_COUNT, NULL, "count tokens");
+    if (!r)
+        return BSO_EIO;
+    *active = PQntuples(r) == 1 ? col_int(r, 0, 0) : 0;
+    PQclear(r);
+    return 0;
+}
+
 const struct bso_store_ops bso_postgres_ops = {
     .name = "postgresql",
     .open = be_open,
@@ -1008,4 +1129,9 @@ const struct bso_store_ops bso_postgres_ops = {
     .list_trials = be_list_trials,
     .count_trials = be_count_trials,
     .ping = be_ping,
+    .token_insert = be_token_insert,
+    .token_find = be_token_find,
+    .token_list = be_token_list,
+    .token_revoke = be_token_revoke,
+    .token_count = be_token_count,
 };

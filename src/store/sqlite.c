@@ -100,6 +100,18 @@ static const char *const migrations[] = {
     "  warm_steady_sum REAL NOT NULL,\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ") WITHOUT ROWID;\n",
+    /* 4: tenants and their API tokens */
+    "ALTER TABLE job ADD COLUMN tenant TEXT;    -- NULL: registered without authentication\n"
+    "CREATE INDEX job_by_tenant ON job (tenant, job_id);\n"
+    "CREATE TABLE api_token (\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  tenant TEXT NOT NULL,\n"
+    "  admin INTEGER NOT NULL,\n"
+    "  hash TEXT NOT NULL UNIQUE,              -- SHA-256 of the token, hex; never the token\n"
+    "  hint TEXT NOT NULL,                     -- its first characters\n"
+    "  created_at TEXT NOT NULL,\n"
+    "  revoked_at TEXT\n"
+    ");\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -121,6 +133,11 @@ enum stmt_id {
     ST_COUNT_TRIALS,
     ST_LOAD_STATS,
     ST_SAVE_STAT,
+    ST_TOKEN_INSERT,
+    ST_TOKEN_FIND,
+    ST_TOKEN_LIST,
+    ST_TOKEN_REVOKE,
+    ST_TOKEN_COUNT,
     ST_BEGIN_WRITE,
     ST_BEGIN_READ,
     ST_COMMIT,
@@ -137,7 +154,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy FROM job WHERE job_id = ?1",
+        " last_trial_number, policy, tenant FROM job WHERE job_id = ?1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = ?1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -148,8 +165,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " beta_knob, target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds,"
         " window_size, mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed,"
         " max_power, number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-        " ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,"
+        " last_trial_number, policy, tenant, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+        " ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,"
         " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
     [ST_UPDATE_JOB] = "UPDATE job SET stage = ?2, min_cost = ?3, min_cost_batch_size = ?4,"
                       " rng_state = ?5, last_trial_number = ?6 WHERE job_id = ?1",
@@ -171,8 +188,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_DELETE_JOB] = "DELETE FROM job WHERE job_id = ?1",
     [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = ?1",
     [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
-                     " min_cost_batch_size, created_at FROM job WHERE job_id > ?1"
-                     " ORDER BY job_id LIMIT ?2",
+                     " min_cost_batch_size, created_at, tenant FROM job WHERE job_id > ?1"
+                     " AND (?3 IS NULL OR coalesce(tenant, '') = ?3) ORDER BY job_id LIMIT ?2",
     [ST_LIST_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged,"
                        " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = ?1"
                        " AND trial_number > ?2 ORDER BY trial_number LIMIT ?3",
@@ -186,6 +203,15 @@ static const char *const stmt_sql[ST_COUNT] = {
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    [ST_TOKEN_INSERT] = "INSERT INTO api_token (tenant, admin, hash, hint, created_at)"
+                        " VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    [ST_TOKEN_FIND] = "SELECT id, tenant, admin, hint, created_at, revoked_at FROM api_token"
+                      " WHERE hash = ?1 AND revoked_at IS NULL",
+    [ST_TOKEN_LIST] = "SELECT id, tenant, admin, hint, created_at, revoked_at FROM api_token"
+                      " WHERE ?1 IS NULL OR tenant = ?1 ORDER BY id",
+    [ST_TOKEN_REVOKE] = "UPDATE api_token SET revoked_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+                        " WHERE revoked_at IS NULL AND (id = ?1 OR (?1 IS NULL AND tenant = ?2))",
+    [ST_TOKEN_COUNT] = "SELECT count(*) FROM api_token WHERE revoked_at IS NULL",
     [ST_BEGIN_WRITE] = "BEGIN IMMEDIATE",
     [ST_BEGIN_READ] = "BEGIN",
     [ST_COMMIT] = "COMMIT",
@@ -453,7 +479,7 @@ static int be_open(const char *target, const struct bso_store_options *opt, void
     sqlite3 *db = NULL; /* connect() leaves it NULL when it fails */
     b->owner_fd = -1;
     int rc = connect(b, &db, err, errcap);
-    if (rc == 0 && !b->memory)
+    if (rc == 0 && !b->memory && !b->opt.tool)
         rc = take_ownership(b, err, errcap);
     if (rc == 0)
         rc = migrate(db, err, errcap);
@@ -986,6 +1012,8 @@ static int be_insert_job(struct bso_session *s, const struct bso_job *job)
     bind_text(st, 22, rng);
     sqlite3_bind_int64(st, 23, job->last_trial_number);
     bind_text(st, 24, bso_policy_name(sp->policy));
+    if (sp->tenant[0])
+        bind_text(st, 25, sp->tenant);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc == SQLITE_CONSTRAINT)
@@ -1099,7 +1127,7 @@ static int be_job_exists(struct bso_session *s, const char *job_id)
     return rc == SQLITE_DONE ? 0 : db_fail(s, "job exists");
 }
 
-static int be_list_jobs(struct bso_session *s, const char *after, int64_t limit,
+static int be_list_jobs(struct bso_session *s, const char *after, int64_t limit, const char *tenant,
                         int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx)
 {
     sqlite3_stmt *st = stmt(s, ST_LIST_JOBS);
@@ -1107,6 +1135,8 @@ static int be_list_jobs(struct bso_session *s, const char *after, int64_t limit,
         return BSO_EIO;
     bind_text(st, 1, after ? after : "");
     sqlite3_bind_int64(st, 2, limit);
+    if (tenant)
+        bind_text(st, 3, tenant);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const struct bso_row r = row(st);
@@ -1163,6 +1193,84 @@ static int be_ping(struct bso_session *s)
     return 0;
 }
 
+static int be_token_insert(struct bso_session *s, const struct bso_token *t, const char *hash,
+                           int64_t *id)
+{
+    sqlite3_stmt *st = stmt(s, ST_TOKEN_INSERT);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, t->tenant);
+    sqlite3_bind_int(st, 2, t->admin);
+    bind_text(st, 3, hash);
+    bind_text(st, 4, t->hint);
+    const int rc = step_done(s, st, "insert token");
+    *id = sqlite3_last_insert_rowid(ss(s)->db);
+    return rc;
+}
+
+static int be_token_find(struct bso_session *s, const char *hash, struct bso_token *out)
+{
+    sqlite3_stmt *st = stmt(s, ST_TOKEN_FIND);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, hash);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const struct bso_row r = row(st);
+        bso_column_read_token(&r, out);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return bso_session_fail(s, BSO_ENOTFOUND, "no such token");
+    return rc == SQLITE_ROW ? 0 : db_fail(s, "find token");
+}
+
+static int be_token_list(struct bso_session *s, const char *tenant,
+                         int (*fn)(void *ctx, const struct bso_token *t), void *ctx)
+{
+    sqlite3_stmt *st = stmt(s, ST_TOKEN_LIST);
+    if (!st)
+        return BSO_EIO;
+    if (tenant)
+        bind_text(st, 1, tenant);
+    int rc, cb = 0;
+    while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const struct bso_row r = row(st);
+        struct bso_token t;
+        bso_column_read_token(&r, &t);
+        cb = fn(ctx, &t);
+    }
+    sqlite3_reset(st);
+    if (cb != 0)
+        return cb;
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "list tokens");
+}
+
+static int be_token_revoke(struct bso_session *s, int64_t id, const char *tenant, int64_t *revoked)
+{
+    sqlite3_stmt *st = stmt(s, ST_TOKEN_REVOKE);
+    if (!st)
+        return BSO_EIO;
+    if (id > 0)
+        sqlite3_bind_int64(st, 1, id);
+    if (tenant)
+        bind_text(st, 2, tenant);
+    const int rc = step_done(s, st, "revoke tokens");
+    *revoked = rc == 0 ? sqlite3_changes(ss(s)->db) : 0;
+    return rc;
+}
+
+static int be_token_count(struct bso_session *s, int64_t *active)
+{
+    sqlite3_stmt *st = stmt(s, ST_TOKEN_COUNT);
+    if (!st)
+        return BSO_EIO;
+    const int rc = sqlite3_step(st);
+    *active = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 0 : db_fail(s, "count tokens");
+}
+
 const struct bso_store_ops bso_sqlite_ops = {
     .name = "sqlite",
     .open = be_open,
@@ -1190,4 +1298,9 @@ const struct bso_store_ops bso_sqlite_ops = {
     .list_trials = be_list_trials,
     .count_trials = be_count_trials,
     .ping = be_ping,
+    .token_insert = be_token_insert,
+    .token_find = be_token_find,
+    .token_list = be_token_list,
+    .token_revoke = be_token_revoke,
+    .token_count = be_token_count,
 };

@@ -185,6 +185,7 @@ void bso_session_release(struct bso_session *s)
 {
     if (!s)
         return;
+    bso_session_set_scope(s, NULL);
     struct bso_store *store = s->store;
     pthread_mutex_lock(&store->lock);
     s->next_free = store->free;
@@ -324,8 +325,29 @@ static int load_through(struct bso_session *s, const char *job_id, unsigned load
     return 0;
 }
 
-int bso_session_load_job(struct bso_session *s, const char *job_id, unsigned load,
-                         struct bso_job *job)
+void bso_session_set_scope(struct bso_session *s, const char *tenant)
+{
+    s->scoped = tenant != NULL;
+    snprintf(s->scope, sizeof s->scope, "%s", tenant ? tenant : "");
+}
+
+/* Whether the session may see a job of this tenant. */
+static bool in_scope(const struct bso_session *s, const char *tenant)
+{
+    return !s->scoped || strcmp(s->scope, tenant) == 0;
+}
+
+/* BSO_ENOTFOUND for a job outside the session's scope (the job is released). */
+static int scope_check(struct bso_session *s, const char *job_id, struct bso_job *job)
+{
+    if (in_scope(s, job->spec.tenant))
+        return 0;
+    bso_job_clear(job);
+    return bso_session_fail(s, BSO_ENOTFOUND, "no job %s", job_id);
+}
+
+static int load_any_job(struct bso_session *s, const char *job_id, unsigned load,
+                        struct bso_job *job)
 {
     if (!s->store->cache)
         return s->ops->load_job(s, job_id, load, job);
@@ -333,6 +355,13 @@ int bso_session_load_job(struct bso_session *s, const char *job_id, unsigned loa
     if (hit < 0)
         return bso_session_fail(s, hit, "out of memory");
     return hit == BSO_JOBCACHE_HIT ? 0 : load_through(s, job_id, load, job);
+}
+
+int bso_session_load_job(struct bso_session *s, const char *job_id, unsigned load,
+                         struct bso_job *job)
+{
+    const int rc = load_any_job(s, job_id, load, job);
+    return rc < 0 ? rc : scope_check(s, job_id, job);
 }
 
 int bso_session_load_pair(struct bso_session *s, const char *job_id, unsigned load,
@@ -345,18 +374,28 @@ int bso_session_load_pair(struct bso_session *s, const char *job_id, unsigned lo
         rc = bso_jobcache_get(s->store->cache, job_id, load, job, number, trial);
         if (rc < 0)
             return bso_session_fail(s, rc, "out of memory");
-        if (rc == BSO_JOBCACHE_HIT)
-            return 0;
+        if (rc == BSO_JOBCACHE_HIT) {
+            if ((rc = scope_check(s, job_id, job)) < 0)
+                *missing = BSO_MISSING_JOB;
+            return rc;
+        }
     }
     if (rc == BSO_JOBCACHE_MISS) {
         rc = s->store->cache ? load_through(s, job_id, load, job)
                              : s->ops->load_job(s, job_id, load, job);
+        if (rc == 0)
+            rc = scope_check(s, job_id, job);
         if (rc == BSO_ENOTFOUND)
             *missing = BSO_MISSING_JOB;
         if (rc < 0)
             return rc;
         rc = s->ops->load_trial(s, job_id, number, trial);
     } else {
+        /* The cached job (filled in) lacks the trial. */
+        if ((rc = scope_check(s, job_id, job)) < 0) {
+            *missing = BSO_MISSING_JOB;
+            return rc;
+        }
         rc = bso_session_fail(s, BSO_ENOTFOUND, "no trial %lld in job %s", (long long)number,
                               job_id);
     }
@@ -428,6 +467,13 @@ int bso_session_load_trial(struct bso_session *s, const char *job_id, int64_t nu
 
 int bso_session_delete_job(struct bso_session *s, const char *job_id)
 {
+    if (s->scoped) {
+        struct bso_job job;
+        const int seen = bso_session_load_job(s, job_id, 0, &job);
+        if (seen < 0)
+            return seen;
+        bso_job_clear(&job);
+    }
     const int rc = s->ops->delete_job(s, job_id);
     struct bso_jobcache_change *chg = rc == 0 && s->store->cache ? pending_slot(s) : NULL;
     if (chg) {
@@ -439,15 +485,23 @@ int bso_session_delete_job(struct bso_session *s, const char *job_id)
 
 int bso_session_job_exists(struct bso_session *s, const char *job_id)
 {
-    const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->job_exists(s, job_id);
+    int rc = ensure_tx(s);
+    if (rc < 0 || (rc = s->ops->job_exists(s, job_id)) <= 0 || !s->scoped)
+        return rc;
+    struct bso_job job;
+    rc = bso_session_load_job(s, job_id, 0, &job);
+    if (rc == BSO_ENOTFOUND)
+        return 0;
+    if (rc == 0)
+        bso_job_clear(&job);
+    return rc < 0 ? rc : 1;
 }
 
 int bso_session_list_jobs(struct bso_session *s, const char *after, int64_t limit,
                           int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->list_jobs(s, after, limit, fn, ctx);
+    return rc < 0 ? rc : s->ops->list_jobs(s, after, limit, s->scoped ? s->scope : NULL, fn, ctx);
 }
 
 int bso_session_list_trials(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
@@ -475,4 +529,32 @@ bool bso_store_cache_stats(struct bso_store *store, struct bso_jobcache_stats *o
         return false;
     bso_jobcache_stats(store->cache, out);
     return true;
+}
+
+int bso_session_token_insert(struct bso_session *s, const struct bso_token *t, const char *hash,
+                             int64_t *id)
+{
+    return s->ops->token_insert(s, t, hash, id);
+}
+
+int bso_session_token_find(struct bso_session *s, const char *hash, struct bso_token *out)
+{
+    return s->ops->token_find(s, hash, out);
+}
+
+int bso_session_token_list(struct bso_session *s, const char *tenant,
+                           int (*fn)(void *ctx, const struct bso_token *t), void *ctx)
+{
+    return s->ops->token_list(s, tenant, fn, ctx);
+}
+
+int bso_session_token_revoke(struct bso_session *s, int64_t id, const char *tenant,
+                             int64_t *revoked)
+{
+    return s->ops->token_revoke(s, id, tenant, revoked);
+}
+
+int bso_session_token_count(struct bso_session *s, int64_t *active)
+{
+    return s->ops->token_count(s, active);
 }

@@ -30,6 +30,8 @@ struct bso_store_options {
     int connections;     /* database connections the sessions share; 0: one per session */
     size_t cache_bytes;  /* jobs kept in memory (store/jobcache.h), when the backend allows;
                             0: none */
+    bool tool; /* a command-line tool beside a running server (`bso-server token`): no claim
+                  on the database file, no cache */
 };
 
 /* Parses a database URL (SQLAlchemy style: sqlite:///relative.db, sqlite:////abs.db,
@@ -53,6 +55,9 @@ const char *bso_store_migrations_sql(const char *url);
 /* A session from the store's pool (created on demand). Release it when the request is done. */
 int bso_store_session(struct bso_store *store, struct bso_session **out);
 void bso_session_release(struct bso_session *s);
+/* Limits the session to one tenant's jobs until it is released: jobs of other tenants are
+ * absent (BSO_ENOTFOUND, left out of lists). NULL: every job (the default). */
+void bso_session_set_scope(struct bso_session *s, const char *tenant);
 /* The last failure's message on this session. */
 const char *bso_session_errmsg(const struct bso_session *s);
 
@@ -98,6 +103,7 @@ int bso_session_job_exists(struct bso_session *s, const char *job_id);
 /* A row of the job list. */
 struct bso_job_summary {
     char job_id[BSO_JOB_ID_MAX + 1];
+    char tenant[BSO_TENANT_MAX + 1];
     char gpu_model[BSO_GPU_MODEL_MAX + 1];
     enum bso_stage stage;
     int64_t n_trials;
@@ -125,6 +131,30 @@ int bso_session_list_trials(struct bso_session *s, const char *job_id, int64_t a
 int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t counts[3]);
 /* Whether the database answers (for readiness probes). */
 int bso_session_ping(struct bso_session *s);
+
+/* An API token as stored: the secret itself never is, only its SHA-256. */
+struct bso_token {
+    int64_t id;
+    char tenant[BSO_TENANT_MAX + 1];
+    bool admin;
+    char hint[16]; /* the token's first characters, to recognise it by */
+    char created_at[32];
+    char revoked_at[32]; /* "" while active */
+};
+
+/* Stores a new token under hash (64 hex characters); *id gets its number. */
+int bso_session_token_insert(struct bso_session *s, const struct bso_token *t, const char *hash,
+                             int64_t *id);
+/* The active token with this hash; BSO_ENOTFOUND when there is none (or it was revoked). */
+int bso_session_token_find(struct bso_session *s, const char *hash, struct bso_token *out);
+/* Calls fn for every token (of tenant, unless NULL), oldest first. */
+int bso_session_token_list(struct bso_session *s, const char *tenant,
+                           int (*fn)(void *ctx, const struct bso_token *t), void *ctx);
+/* Revokes token id (id > 0), or every active token of tenant; *revoked says how many. */
+int bso_session_token_revoke(struct bso_session *s, int64_t id, const char *tenant,
+                             int64_t *revoked);
+/* How many tokens are active. */
+int bso_session_token_count(struct bso_session *s, int64_t *active);
 
 /* The job cache's counters; false when the store keeps no cache. */
 struct bso_jobcache_stats;

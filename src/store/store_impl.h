@@ -24,6 +24,9 @@ struct bso_session {
     struct bso_jobcache_change pending[BSO_PENDING_MAX];
     size_t n_pending;
     bool pending_overflow; /* more saves than pending holds: the cache is emptied at commit */
+    /* The tenant whose jobs alone this session may see ("" with scoped false: every job). */
+    bool scoped;
+    char scope[BSO_TENANT_MAX + 1];
 };
 
 struct bso_store_ops {
@@ -60,12 +63,21 @@ struct bso_store_ops {
                       struct bso_trial *trial);
     int (*delete_job)(struct bso_session *s, const char *job_id);
     int (*job_exists)(struct bso_session *s, const char *job_id);
-    int (*list_jobs)(struct bso_session *s, const char *after, int64_t limit,
+    /* tenant NULL: every tenant's jobs. */
+    int (*list_jobs)(struct bso_session *s, const char *after, int64_t limit, const char *tenant,
                      int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx);
     int (*list_trials)(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
                        int (*fn)(void *ctx, const struct bso_trial_row *row), void *ctx);
     int (*count_trials)(struct bso_session *s, const char *job_id, int64_t counts[3]);
     int (*ping)(struct bso_session *s);
+    /* API tokens (store.h), each in a transaction of its own. */
+    int (*token_insert)(struct bso_session *s, const struct bso_token *t, const char *hash,
+                        int64_t *id);
+    int (*token_find)(struct bso_session *s, const char *hash, struct bso_token *out);
+    int (*token_list)(struct bso_session *s, const char *tenant,
+                      int (*fn)(void *ctx, const struct bso_token *t), void *ctx);
+    int (*token_revoke)(struct bso_session *s, int64_t id, const char *tenant, int64_t *revoked);
+    int (*token_count)(struct bso_session *s, int64_t *active);
 };
 
 extern const struct bso_store_ops bso_sqlite_ops;
