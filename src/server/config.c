@@ -82,6 +82,26 @@ static int set_request_timeout(struct bso_config *c, const char *v, char *why, s
     return set_int(&c->request_timeout_s, v, 1, 86400, why, cap);
 }
 
+/* A switch: on the command line it takes no value; in the environment 1/true/yes or
+ * 0/false/no. */
+static int set_bool(bool *dst, const char *v, char *why, size_t cap)
+{
+    if (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0) {
+        *dst = true;
+    } else if (strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 || strcasecmp(v, "no") == 0) {
+        *dst = false;
+    } else {
+        snprintf(why, cap, "expected 1/true/yes or 0/false/no");
+        return BSO_EINVAL;
+    }
+    return 0;
+}
+
+static int set_insecure(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_bool(&c->insecure_no_auth, v, why, cap);
+}
+
 static int set_db_connections(struct bso_config *c, const char *v, char *why, size_t cap)
 {
     return set_int(&c->db_connections, v, 0, 4096, why, cap);
@@ -188,35 +208,47 @@ static const struct option options[] = {
      "time a request may take to arrive, from its first line to the end of its body; a slower "
      "one gets 408 and the connection closes (default 30)",
      set_request_timeout},
+    {"--insecure-no-auth", "BSO_INSECURE_NO_AUTH", NULL, NULL,
+     "serve without API tokens, every client an admin, even on a public address (Zeus's "
+     "clients cannot send tokens); off by default",
+     set_insecure},
 };
 #define N_OPTIONS (sizeof options / sizeof *options)
 
 const char *bso_config_usage(void)
 {
-    static char text[4096];
+    static char text[8192];
     if (text[0])
         return text;
     size_t o = (size_t)snprintf(
         text, sizeof text,
         "usage: bso-server [serve] [OPTIONS]\n"
         "       bso-server migrate [--sql] [OPTIONS]\n"
+        "       bso-server token create --tenant NAME [--admin] [OPTIONS]\n"
+        "       bso-server token list [--tenant NAME] [OPTIONS]\n"
+        "       bso-server token revoke ID | --tenant NAME [OPTIONS]\n"
         "\n"
         "The BSO server: learns the best batch size of recurring training jobs and speaks the\n"
         "API of Zeus's batch size optimizer. `migrate` creates or upgrades the database schema\n"
         "and exits (serve does this too on start); `migrate --sql` prints the SQL instead.\n"
+        "`token` manages API tokens in the database (a running server sees changes within a\n"
+        "second): `create` prints a new token once, `revoke` takes its ID or a whole tenant.\n"
         "\n"
         "Options (flag, then environment variable; flags win over the environment, which wins\n"
         "over a .env file in the working directory):\n");
     for (size_t i = 0; i < N_OPTIONS; i++) {
         char left[64];
-        snprintf(left, sizeof left, "%s %s", options[i].flag, options[i].arg);
+        if (o >= sizeof text)
+            break;
+        snprintf(left, sizeof left, "%s %s", options[i].flag, options[i].arg ? options[i].arg : "");
         o += (size_t)snprintf(text + o, sizeof text - o, "  %-24s %s\n  %-24s   [%s%s%s]\n", left,
                               options[i].help, "", options[i].env, options[i].zeus_env ? ", " : "",
                               options[i].zeus_env ? options[i].zeus_env : "");
     }
-    snprintf(text + o, sizeof text - o,
-             "  --help                   this text\n"
-             "  --version                the version\n");
+    if (o < sizeof text)
+        snprintf(text + o, sizeof text - o,
+                 "  --help                   this text\n"
+                 "  --version                the version\n");
     return text;
 }
 
@@ -228,6 +260,40 @@ static int apply(struct bso_config *cfg, const struct option *opt, const char *v
         return 0;
     snprintf(err, errcap, "%s: invalid value '%s' for %s: %s", source, value, opt->flag, why);
     return BSO_EINVAL;
+}
+
+/* The arguments of `bso-server token`: --tenant NAME, --admin, and revoke's ID. 1 when
+ * argv[*i] was one (*i moved past it), 0 when it is not, BSO_EINVAL when it is bad. */
+static int token_argument(struct bso_config *cfg, int argc, char **argv, int *i, char *err,
+                          size_t errcap)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "--admin") == 0) {
+        cfg->token_admin = true;
+        return 1;
+    }
+    if (strcmp(a, "--tenant") == 0 || strncmp(a, "--tenant=", 9) == 0) {
+        const char *v = a[8] == '=' ? a + 9 : (*i + 1 < argc ? argv[++*i] : NULL);
+        if (!v || !bso_tenant_name_valid(v)) {
+            snprintf(err, errcap,
+                     "--tenant needs a name of 1 to %d letters, digits, '.', '_' or '-'",
+                     BSO_TENANT_MAX);
+            return BSO_EINVAL;
+        }
+        snprintf(cfg->token_tenant, sizeof cfg->token_tenant, "%s", v);
+        return 1;
+    }
+    if (a[0] >= '0' && a[0] <= '9' && strcmp(cfg->token_action, "revoke") == 0) {
+        char *end;
+        const long long id = strtoll(a, &end, 10);
+        if (*end != '\0' || id <= 0) {
+            snprintf(err, errcap, "token revoke: '%s' is not a token ID", a);
+            return BSO_EINVAL;
+        }
+        cfg->token_id = id;
+        return 1;
+    }
+    return 0;
 }
 
 int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *dotenv_path,
@@ -277,6 +343,14 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
     } else if (i < argc && strcmp(argv[i], "migrate") == 0) {
         cfg->command = BSO_CMD_MIGRATE;
         i++;
+    } else if (i < argc && strcmp(argv[i], "token") == 0) {
+        cfg->command = BSO_CMD_TOKEN;
+        if (++i >= argc || (strcmp(argv[i], "create") != 0 && strcmp(argv[i], "list") != 0 &&
+                            strcmp(argv[i], "revoke") != 0)) {
+            snprintf(err, errcap, "token: expected create, list or revoke (see --help)");
+            return BSO_EINVAL;
+        }
+        snprintf(cfg->token_action, sizeof cfg->token_action, "%s", argv[i++]);
     }
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -292,6 +366,13 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
             cfg->migrate_sql = true;
             continue;
         }
+        if (cfg->command == BSO_CMD_TOKEN) {
+            rc = token_argument(cfg, argc, argv, &i, err, errcap);
+            if (rc < 0)
+                return rc;
+            if (rc == 1)
+                continue;
+        }
         const struct option *o = NULL;
         const char *value = NULL;
         for (size_t k = 0; k < N_OPTIONS && !o; k++) {
@@ -305,7 +386,9 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
             snprintf(err, errcap, "unknown argument '%s' (see --help)", a);
             return BSO_EINVAL;
         }
-        if (!value) {
+        if (!value && !o->arg) {
+            value = "1";
+        } else if (!value) {
             if (i + 1 >= argc) {
                 snprintf(err, errcap, "%s needs a value", a);
                 return BSO_EINVAL;
@@ -314,6 +397,22 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
         }
         if ((rc = apply(cfg, o, value, "command line", err, errcap)) < 0)
             return rc;
+    }
+    if (cfg->command == BSO_CMD_TOKEN) {
+        const bool create = strcmp(cfg->token_action, "create") == 0;
+        const bool revoke = strcmp(cfg->token_action, "revoke") == 0;
+        if (create && !cfg->token_tenant[0]) {
+            snprintf(err, errcap, "token create needs --tenant NAME");
+            return BSO_EINVAL;
+        }
+        if (revoke && (cfg->token_id > 0) == (cfg->token_tenant[0] != '\0')) {
+            snprintf(err, errcap, "token revoke needs a token ID or --tenant NAME (one of them)");
+            return BSO_EINVAL;
+        }
+        if (cfg->token_admin && !create) {
+            snprintf(err, errcap, "--admin goes with token create");
+            return BSO_EINVAL;
+        }
     }
     /* A PostgreSQL server's threads mostly wait for the database's answers: more of them. */
     if (!cfg->threads_set && strncmp(cfg->database, "postgres", 8) == 0)

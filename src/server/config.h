@@ -9,6 +9,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "core/spec.h"
 
 #include "server/log.h"
 #include "store/store.h"
@@ -31,8 +34,14 @@ struct bso_config {
     int request_timeout_s; /* longest time a request may take to arrive */
     int cache_mb;          /* memory for jobs kept in memory; 0: none */
     /* What to do: serve, or migrate. */
-    enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_HELP, BSO_CMD_VERSION } command;
-    bool migrate_sql; /* print the migration SQL instead of applying it */
+    enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_TOKEN, BSO_CMD_HELP, BSO_CMD_VERSION } command;
+    bool migrate_sql;      /* print the migration SQL instead of applying it */
+    bool insecure_no_auth; /* serve without tokens on any address */
+    /* bso-server token create|list|revoke */
+    char token_action[8];
+    char token_tenant[BSO_TENANT_MAX + 1];
+    bool token_admin;
+    int64_t token_id;
 };
 
 /* Fills *cfg from defaults, dotenv_path (NULL: ".env"), environ and argv. On bad input returns

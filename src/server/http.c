@@ -2,7 +2,9 @@
 #include "server/http.h"
 
 #include <microhttpd.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +13,14 @@
 #include <unistd.h>
 
 #include "bso/error.h"
+#include "server/auth.h"
 #include "server/log.h"
 #include "server/routes.h"
 
 struct bso_server {
     struct MHD_Daemon *daemon;
     struct bso_store *store;
+    struct bso_auth *auth;
     struct bso_config cfg;
     int port;
 };
@@ -63,7 +67,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     return p;
 }
 
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, struct jbuf *body)
+static enum MHD_Result send_json_with(struct MHD_Connection *c, unsigned status, struct jbuf *body,
+                                      bool challenge)
 {
     size_t len;
     char *text = jb_take(body, &len);
@@ -80,9 +85,16 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, stru
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (challenge)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"bso\"");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, struct jbuf *body)
+{
+    return send_json_with(c, status, body, false);
 }
 
 static enum MHD_Result message(struct MHD_Connection *c, unsigned status, const char *msg)
@@ -186,12 +198,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         .body_len = p->len,
         .store = srv->store,
         .cfg = &srv->cfg,
+        .auth = srv->auth,
     };
     struct bso_response res = {.status = 200};
     jb_init(&res.body);
     bso_route(&req, &res);
     log_debug("%s %s -> %u (%.2f ms)", method, url, res.status, ms_since(&p->start));
-    return send_json(c, res.status, &res.body);
+    return send_json_with(c, res.status, &res.body, res.bearer_challenge);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -219,6 +232,59 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     log_warn("http: %s", msg);
 }
 
+/* Whether addr is a loopback address (127.0.0.0/8, ::1, or IPv4 mapped into IPv6). */
+static bool is_loopback(const struct sockaddr *addr)
+{
+    if (addr->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr) >> 24) == 127;
+    if (addr->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return false;
+}
+
+/* Sets up token checks; a server others can reach must have tokens (or be told otherwise). */
+static int auth_start(struct bso_server *srv, enum bso_auth_mode mode, char *err, size_t errcap)
+{
+    if (mode == BSO_AUTH_OFF) {
+        log_warn("--insecure-no-auth: every client may read and change every job");
+        return 0;
+    }
+    srv->auth = bso_auth_new(srv->store, mode);
+    if (!srv->auth) {
+        snprintf(err, errcap, "out of memory");
+        return BSO_ENOMEM;
+    }
+    struct bso_session *s;
+    int64_t active = 0;
+    int rc = bso_store_session(srv->store, &s);
+    if (rc == 0) {
+        rc = bso_session_token_count(s, &active);
+        if (rc < 0)
+            snprintf(err, errcap, "cannot read API tokens: %s", bso_session_errmsg(s));
+        bso_session_release(s);
+    } else {
+        snprintf(err, errcap, "cannot open a database session");
+    }
+    if (rc == 0 && active == 0 && mode == BSO_AUTH_REQUIRED) {
+        snprintf(err, errcap,
+                 "--host %s can be reached from other machines, and the database has no API "
+                 "token: create one first (bso-server token create --tenant NAME), or serve "
+                 "without authentication with --insecure-no-auth",
+                 srv->cfg.host);
+        rc = BSO_EINVAL;
+    }
+    if (rc == 0 && active == 0)
+        log_warn("no API tokens yet: local clients are served without one until a token is "
+                 "created (bso-server token create --tenant NAME)");
+    if (rc < 0) {
+        bso_auth_free(srv->auth);
+        srv->auth = NULL;
+    }
+    return rc;
+}
+
 int bso_server_start(const struct bso_config *cfg, struct bso_store *store, struct bso_server **out,
                      char *err, size_t errcap)
 {
@@ -240,6 +306,15 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
     }
     srv->store = store;
     srv->cfg = *cfg;
+    const enum bso_auth_mode mode = cfg->insecure_no_auth      ? BSO_AUTH_OFF
+                                    : is_loopback(ai->ai_addr) ? BSO_AUTH_LOOPBACK
+                                                               : BSO_AUTH_REQUIRED;
+    int rc = auth_start(srv, mode, err, errcap);
+    if (rc < 0) {
+        freeaddrinfo(ai);
+        free(srv);
+        return rc;
+    }
     /* ITC lets MHD_quiesce_daemon wake the workers for a clean stop. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     /* Under group commit a request waits for its batch's fsync, and would hold up every other
@@ -268,6 +343,7 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
     if (!srv->daemon) {
         snprintf(err, errcap, "cannot listen on %s:%d (in use, or not an address of this host)",
                  cfg->host, cfg->port);
+        bso_auth_free(srv->auth);
         free(srv);
         return BSO_EIO;
     }
@@ -292,5 +368,6 @@ void bso_server_stop(struct bso_server *srv)
     MHD_stop_daemon(srv->daemon);
     if (listener != MHD_INVALID_SOCKET)
         close(listener); /* after quiescing, the listening socket is ours to close */
+    bso_auth_free(srv->auth);
     free(srv);
 }

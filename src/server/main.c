@@ -10,6 +10,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/token_cmd.h"
 #include "store/store.h"
 
 #define BSO_VERSION "0.1.0"
@@ -99,6 +100,8 @@ int main(int argc, char **argv)
         return 0;
     case BSO_CMD_MIGRATE:
         return migrate(&cfg);
+    case BSO_CMD_TOKEN:
+        return bso_token_command(&cfg);
     case BSO_CMD_SERVE:
         break;
     }

@@ -89,12 +89,15 @@ static unsigned status_of(int rc, unsigned unknown)
     }
 }
 
-/* A session for this request, or a 503 already written. */
+/* A session for this request, seeing only the jobs its sender may see, or a 503 already
+ * written. */
 static struct bso_session *session(struct bso_request *req, struct bso_response *res)
 {
     struct bso_session *s;
-    if (bso_store_session(req->store, &s) == 0)
+    if (bso_store_session(req->store, &s) == 0) {
+        bso_session_set_scope(s, req->who.admin ? NULL : req->who.tenant);
         return s;
+    }
     unavailable(res, "session", "cannot open a database session");
     return NULL;
 }
@@ -157,6 +160,7 @@ static void h_register(struct bso_request *req, struct bso_response *res)
         details(res, &ds);
         return;
     }
+    snprintf(spec.tenant, sizeof spec.tenant, "%s", req->who.tenant);
     struct bso_session *s = session(req, res);
     if (!s)
         return;
@@ -331,6 +335,11 @@ static int job_row(void *ctx, const struct bso_job_summary *r)
     jb_int(c->b, r->min_cost_batch_size);
     jb_key(c->b, "created_at");
     jb_str(c->b, r->created_at);
+    jb_key(c->b, "tenant");
+    if (r->tenant[0])
+        jb_str(c->b, r->tenant);
+    else
+        jb_null(c->b);
     jb_end(c->b);
     c->rows++;
     snprintf(c->last_id, sizeof c->last_id, "%s", r->job_id);
@@ -409,6 +418,11 @@ static void encode_job(struct jbuf *b, const struct bso_job *job, const int64_t 
     jb_obj(b);
     jb_key(b, "job_id");
     jb_str(b, job->spec.job_id);
+    jb_key(b, "tenant");
+    if (job->spec.tenant[0])
+        jb_str(b, job->spec.tenant);
+    else
+        jb_null(b);
     jb_key(b, "spec");
     bso_encode_spec(b, &job->spec);
     jb_key(b, "stage");
@@ -606,22 +620,45 @@ struct route {
     const char *method;
     const char *pattern; /* "{}" matches one path segment */
     void (*handler)(struct bso_request *req, struct bso_response *res);
+    bool open; /* served without a token (probes) */
 };
 
 static const struct route routes[] = {
-    {"POST", "/jobs", h_register},
-    {"DELETE", "/jobs", h_delete_job},
-    {"GET", "/jobs", h_list_jobs},
-    {"GET", "/jobs/batch_size", h_predict},
-    {"POST", "/report", h_report},
-    {"PATCH", "/trials", h_end_trial},
+    {"POST", "/jobs", h_register, false},
+    {"DELETE", "/jobs", h_delete_job, false},
+    {"GET", "/jobs", h_list_jobs, false},
+    {"GET", "/jobs/batch_size", h_predict, false},
+    {"POST", "/report", h_report, false},
+    {"PATCH", "/trials", h_end_trial, false},
     /* /jobs/{}/trials before /jobs/{}, which matches it too (job ids may contain '/'). */
-    {"GET", "/jobs/{}/trials", h_list_trials},
-    {"GET", "/jobs/{}", h_get_job},
-    {"GET", "/healthz", h_healthz},
-    {"GET", "/readyz", h_readyz},
-    {"GET", "/version", h_version},
+    {"GET", "/jobs/{}/trials", h_list_trials, false},
+    {"GET", "/jobs/{}", h_get_job, false},
+    {"GET", "/healthz", h_healthz, true},
+    {"GET", "/readyz", h_readyz, true},
+    {"GET", "/version", h_version, true},
 };
+
+/* Who sent the request (req->who), or false with a 401 (or 503) written. */
+static bool authenticate(struct bso_request *req, struct bso_response *res)
+{
+    if (!req->auth) {
+        req->who.admin = true;
+        return true;
+    }
+    const char *header =
+        MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    char msg[256];
+    const int rc = bso_auth_check(req->auth, header, &req->who, msg, sizeof msg);
+    if (rc == 0)
+        return true;
+    if (rc == BSO_EIO) {
+        message(res, 503, msg);
+    } else {
+        message(res, 401, msg);
+        res->bearer_challenge = true;
+    }
+    return false;
+}
 
 /* Matches path against pattern. "{}" stands for a job id, copied into seg: the id may contain
  * '/' (Zeus allows any string, and the path arrives unescaped), so it is whatever lies between
@@ -659,6 +696,8 @@ void bso_route(struct bso_request *req, struct bso_response *res)
             if (strcmp(r->method, req->method) != 0)
                 continue;
             req->segment = seg;
+            if (!r->open && !authenticate(req, res))
+                return;
             r->handler(req, res);
             return;
         }

@@ -5,6 +5,7 @@
 #include <microhttpd.h>
 #include <stddef.h>
 
+#include "server/auth.h"
 #include "server/config.h"
 #include "server/jbuf.h"
 #include "store/store.h"
@@ -18,11 +19,14 @@ struct bso_request {
     const char *segment; /* the {job_id} part of the path, when the route has one */
     struct bso_store *store;
     const struct bso_config *cfg;
+    struct bso_auth *auth;
+    struct bso_principal who; /* set by bso_route before a handler runs */
 };
 
 struct bso_response {
     unsigned status;
     struct jbuf body;
+    bool bearer_challenge; /* a 401 that asks for a Bearer token (WWW-Authenticate) */
 };
 
 /* Routes req and fills *res (status and JSON body). Never fails: every outcome is a response. */

@@ -130,7 +130,10 @@ int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int defau
     rc = bso_job_init(&job, spec, words, 4);
     if (rc == 0) {
         rc = bso_session_insert_job(s, &job);
-        if (rc < 0)
+        if (rc == BSO_ECONFLICT) /* another tenant's job, which this session cannot see */
+            rc = say(msg, BSO_ECONFLICT, "The job id %s is taken; register under another one.",
+                     spec->job_id);
+        else if (rc < 0)
             rc = db_error(s, rc, "register", msg);
     } else {
         rc = say(msg, rc, "%s", bso_job_errmsg(&job));

@@ -1,0 +1,190 @@
+/* Token checks with a short-lived memory of the database's answers; see auth.h. */
+#include "server/auth.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "bso/error.h"
+#include "os/os.h"
+#include "server/log.h"
+#include "server/sha256.h"
+
+#define SLOTS 256 /* remembered tokens, by the first byte of their hash */
+
+struct slot {
+    char hash[65];
+    bool known; /* an active token (else: no such token, or revoked) */
+    struct bso_principal who;
+    double until; /* monotonic seconds */
+};
+
+struct bso_auth {
+    struct bso_store *store;
+    enum bso_auth_mode mode;
+    pthread_mutex_t lock;
+    int64_t active; /* active tokens in the database */
+    double active_until;
+    struct slot slots[SLOTS];
+};
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+struct bso_auth *bso_auth_new(struct bso_store *store, enum bso_auth_mode mode)
+{
+    struct bso_auth *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->store = store;
+    a->mode = mode;
+    pthread_mutex_init(&a->lock, NULL);
+    return a;
+}
+
+void bso_auth_free(struct bso_auth *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_destroy(&a->lock);
+    free(a);
+}
+
+int bso_token_generate(char token[BSO_TOKEN_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint32_t w[6];
+    if (bso_os_entropy(w, 6) < 0)
+        return BSO_EIO;
+    memcpy(token, "bso_", 4);
+    for (int i = 0; i < 48; i++)
+        token[4 + i] = hex[(w[i / 8] >> (4 * (i % 8))) & 15];
+    token[BSO_TOKEN_LEN] = '\0';
+    return 0;
+}
+
+void bso_token_hash(const char *token, char hash[65])
+{
+    bso_sha256_hex(token, strlen(token), hash);
+}
+
+/* Asks the database (a session of its own, outside any transaction). */
+static int ask(struct bso_auth *a, const char *hash, struct slot *out, int64_t *active)
+{
+    struct bso_session *s;
+    if (bso_store_session(a->store, &s) < 0)
+        return BSO_EIO;
+    int rc = active ? bso_session_token_count(s, active) : 0;
+    if (rc == 0 && hash) {
+        struct bso_token t;
+        rc = bso_session_token_find(s, hash, &t);
+        out->known = rc == 0;
+        if (rc == 0) {
+            out->who.admin = t.admin;
+            snprintf(out->who.tenant, sizeof out->who.tenant, "%s", t.tenant);
+        }
+        if (rc == BSO_ENOTFOUND)
+            rc = 0;
+    }
+    if (rc < 0)
+        log_error("auth: %s", bso_session_errmsg(s));
+    bso_session_release(s);
+    return rc;
+}
+
+/* How many active tokens the database holds, as of at most a second ago. */
+static int active_tokens(struct bso_auth *a, int64_t *n)
+{
+    const double now = now_s();
+    pthread_mutex_lock(&a->lock);
+    const bool fresh = now < a->active_until;
+    *n = a->active;
+    pthread_mutex_unlock(&a->lock);
+    if (fresh)
+        return 0;
+    const int rc = ask(a, NULL, NULL, n);
+    if (rc == 0) {
+        pthread_mutex_lock(&a->lock);
+        a->active = *n;
+        a->active_until = now + BSO_AUTH_TTL_MS / 1e3;
+        pthread_mutex_unlock(&a->lock);
+    }
+    return rc;
+}
+
+/* What the database says of the token with this hash, as of at most a second ago. */
+static int lookup(struct bso_auth *a, const char *hash, struct slot *out)
+{
+    const double now = now_s();
+    struct slot *slot = &a->slots[strtoul((char[3]){hash[0], hash[1], 0}, NULL, 16) % SLOTS];
+    pthread_mutex_lock(&a->lock);
+    const bool hit = now < slot->until && strcmp(slot->hash, hash) == 0;
+    if (hit)
+        *out = *slot;
+    pthread_mutex_unlock(&a->lock);
+    if (hit)
+        return 0;
+    memset(out, 0, sizeof *out);
+    const int rc = ask(a, hash, out, NULL);
+    if (rc == 0) {
+        snprintf(out->hash, sizeof out->hash, "%s", hash);
+        out->until = now + BSO_AUTH_TTL_MS / 1e3;
+        pthread_mutex_lock(&a->lock);
+        *slot = *out;
+        pthread_mutex_unlock(&a->lock);
+    }
+    return rc;
+}
+
+int bso_auth_check(struct bso_auth *a, const char *authorization, struct bso_principal *who,
+                   char *msg, size_t cap)
+{
+    memset(who, 0, sizeof *who);
+    if (a->mode == BSO_AUTH_OFF) {
+        who->admin = true;
+        return 0;
+    }
+    int64_t active;
+    if (active_tokens(a, &active) < 0) {
+        snprintf(msg, cap, "The database is unavailable; try again.");
+        return BSO_EIO;
+    }
+    if (!authorization || !*authorization) {
+        if (active == 0 && a->mode == BSO_AUTH_LOOPBACK) {
+            who->admin = true; /* no tokens yet, local clients only */
+            return 0;
+        }
+        snprintf(msg, cap,
+                 "This server requires an API token: send 'Authorization: Bearer <token>' "
+                 "(BSO_TOKEN for bso's clients).");
+        return BSO_EINVAL;
+    }
+    if (strncasecmp(authorization, "Bearer ", 7) != 0) {
+        snprintf(msg, cap, "The Authorization header must be 'Bearer <token>'.");
+        return BSO_EINVAL;
+    }
+    const char *token = authorization + 7;
+    while (*token == ' ')
+        token++;
+    char hash[65];
+    bso_token_hash(token, hash);
+    struct slot found;
+    if (lookup(a, hash, &found) < 0) {
+        snprintf(msg, cap, "The database is unavailable; try again.");
+        return BSO_EIO;
+    }
+    if (!found.known) {
+        snprintf(msg, cap, "The API token is not valid (unknown or revoked).");
+        return BSO_EINVAL;
+    }
+    *who = found.who;
+    return 0;
+}
