@@ -24,7 +24,8 @@ extern "C" {
 
 typedef struct bso_client bso_client;
 
-/* A client for server_url (e.g. "http://127.0.0.1:8000"). Defaults: 10 s timeout, 3 retries.
+/* A client for server_url (e.g. "http://127.0.0.1:8000", or https://). Defaults: 10 s timeout,
+ * 3 retries, the token in BSO_TOKEN and the CA certificate in BSO_CACERT when those are set.
  * Free with bso_client_free. BSO_EINVAL for an empty URL, BSO_ENOMEM. */
 BSO_API int bso_client_new(const char *server_url, bso_client **out);
 /* NULL is a no-op. */
@@ -33,6 +34,12 @@ BSO_API void bso_client_free(bso_client *c);
  * failure is retried (with 0.1 s, 0.2 s, 0.4 s... between tries). */
 BSO_API void bso_client_set_timeout_ms(bso_client *c, long ms);
 BSO_API void bso_client_set_retries(bso_client *c, int retries);
+/* The API token sent with every request (Authorization: Bearer); NULL or "" sends none. */
+BSO_API int bso_client_set_token(bso_client *c, const char *token);
+/* A PEM file of CA certificates to verify an https:// server by, instead of the system's (for
+ * a private CA or a self-signed server); NULL: the system's. Certificates are always
+ * verified. */
+BSO_API int bso_client_set_cacert(bso_client *c, const char *path);
 
 /* Why the last failing call failed; valid until the next call on c. */
 BSO_API const char *bso_client_errmsg(const bso_client *c);

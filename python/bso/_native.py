@@ -73,6 +73,8 @@ for name, res, args in [
     ("bso_client_free", None, [_p]),
     ("bso_client_set_timeout_ms", None, [_p, ctypes.c_long]),
     ("bso_client_set_retries", None, [_p, ctypes.c_int]),
+    ("bso_client_set_token", ctypes.c_int, [_p, _s]),
+    ("bso_client_set_cacert", ctypes.c_int, [_p, _s]),
     ("bso_client_errmsg", _s, [_p]),
     ("bso_client_http_status", ctypes.c_int, [_p]),
     ("bso_client_register", ctypes.c_int, [_p, _s, ctypes.c_char_p, ctypes.POINTER(ctypes.c_bool)]),

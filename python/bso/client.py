@@ -10,13 +10,21 @@ BSO_ENET = -10  # bso/error.h: the server could not be reached
 
 
 class Client:
-    def __init__(self, server_url: str, timeout_s: float = 10.0, retries: int = 3):
+    """token: the API token (default: BSO_TOKEN); cacert: a PEM file of CA certificates for an
+    https:// server (default: BSO_CACERT, else the system's)."""
+
+    def __init__(self, server_url: str, timeout_s: float = 10.0, retries: int = 3,
+                 token: Optional[str] = None, cacert: Optional[str] = None):
         handle = ctypes.c_void_p()
         if N.lib.bso_client_new(server_url.encode(), ctypes.byref(handle)) != 0:
             raise BSORuntimeError("cannot create a client for %r" % server_url)
         self._c = handle
         N.lib.bso_client_set_timeout_ms(self._c, int(timeout_s * 1000))
         N.lib.bso_client_set_retries(self._c, retries)
+        if token is not None and N.lib.bso_client_set_token(self._c, token.encode()) != 0:
+            raise BSORuntimeError("the token cannot be sent (line breaks?)")
+        if cacert is not None:
+            N.lib.bso_client_set_cacert(self._c, cacert.encode())
 
     def _check(self, rc: int) -> None:
         if rc == BSO_ENET:

@@ -38,7 +38,8 @@ class BatchSizeOptimizer:
     def __init__(self, monitor: EnergyMonitor, server_url: str, job: JobSpec, rank: int = 0,
                  world_size: int = 1, *, max_power: Optional[float] = None,
                  number_of_gpus: Optional[int] = None, gpu_model: Optional[str] = None,
-                 client: Optional[Client] = None, on_unreachable: Optional[str] = None):
+                 client: Optional[Client] = None, on_unreachable: Optional[str] = None,
+                 token: Optional[str] = None, cacert: Optional[str] = None):
         self.monitor = monitor
         self.server_url = server_url
         self.job = job
@@ -57,7 +58,7 @@ class BatchSizeOptimizer:
             raise BSOConfigError("on_unreachable must be 'fallback' or 'fail', not %r"
                                  % self.on_unreachable)
         self.offline = False  # the server was unreachable: this run does without it
-        self._client = client or Client(server_url)
+        self._client = client or Client(server_url, token=token, cacert=cacert)
         spec = job.to_dict()
         spec.update(self._gpu_config(max_power, number_of_gpus, gpu_model))
         try:

@@ -538,7 +538,8 @@ static const struct command commands[] = {
 
 static void usage_of(const struct command *cmd, FILE *f)
 {
-    fprintf(f, "usage: bso [--server URL] [--json] %s %s\n  %s\n", cmd->name, cmd->args, cmd->help);
+    fprintf(f, "usage: bso [--server URL] [--token T] [--cacert PEM] [--json] %s %s\n  %s\n",
+            cmd->name, cmd->args, cmd->help);
 }
 
 static int cmd_help(struct ctx *c)
@@ -551,9 +552,10 @@ static int cmd_help(struct ctx *c)
             }
         return die("no command '%s' (see bso help)", c->argv[0]), 2;
     }
-    printf("usage: bso [--server URL] [--json] COMMAND [ARGS...]\n\n"
+    printf("usage: bso [--server URL] [--token T] [--cacert PEM] [--json] COMMAND [ARGS...]\n\n"
            "The command line of BSO, the batch size optimizer for recurring training jobs.\n"
-           "The server is --server, or BSO_SERVER_URL, or http://127.0.0.1:8000.\n\n");
+           "The server is --server, or BSO_SERVER_URL, or http://127.0.0.1:8000. The API token\n"
+           "is --token or BSO_TOKEN; an https server's CA certificate --cacert or BSO_CACERT.\n\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         printf("  %-9s %-52s %s\n", commands[i].name, commands[i].args, commands[i].help);
     printf("\n`bso COMMAND --help` explains one command.\n");
@@ -563,6 +565,7 @@ static int cmd_help(struct ctx *c)
 int main(int argc, char **argv)
 {
     struct ctx c = {.server = getenv("BSO_SERVER_URL")};
+    const char *token = NULL, *cacert = NULL; /* else libbso reads BSO_TOKEN, BSO_CACERT */
     if (!c.server || !*c.server)
         c.server = "http://127.0.0.1:8000";
     int i = 1;
@@ -573,6 +576,14 @@ int main(int argc, char **argv)
             c.server = argv[++i];
         } else if (strncmp(argv[i], "--server=", 9) == 0) {
             c.server = argv[i] + 9;
+        } else if (strcmp(argv[i], "--token") == 0 && i + 1 < argc) {
+            token = argv[++i];
+        } else if (strncmp(argv[i], "--token=", 8) == 0) {
+            token = argv[i] + 8;
+        } else if (strcmp(argv[i], "--cacert") == 0 && i + 1 < argc) {
+            cacert = argv[++i];
+        } else if (strncmp(argv[i], "--cacert=", 9) == 0) {
+            cacert = argv[i] + 9;
         } else if (strcmp(argv[i], "--help") == 0) {
             c.argc = 0;
             return cmd_help(&c);
@@ -615,6 +626,11 @@ int main(int argc, char **argv)
     }
     if (cmd->client && bso_client_new(c.server, &c.cl) < 0)
         return die("cannot create a client for '%s'", c.server);
+    if (c.cl && ((token && bso_client_set_token(c.cl, token) < 0) ||
+                 (cacert && bso_client_set_cacert(c.cl, cacert) < 0))) {
+        bso_client_free(c.cl);
+        return die("--token or --cacert cannot be used (a line break in the token?)");
+    }
     int status = cmd->run(&c);
     bso_client_free(c.cl);
     return status;

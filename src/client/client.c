@@ -18,7 +18,9 @@ struct bso_client {
     long timeout_ms;
     int retries;
     int status;
-    char *body; /* last answer */
+    char *auth_header; /* "Authorization: Bearer ...", or NULL */
+    char *cacert;      /* CA file for https, or NULL for the system's */
+    char *body;        /* last answer */
     size_t len, cap;
     bool oom;
     char errmsg[BSO_CLIENT_MSG_MAX + 128];
@@ -59,8 +61,40 @@ int bso_client_new(const char *server_url, bso_client **out)
         c->base[--n] = '\0';
     c->timeout_ms = 10000;
     c->retries = 3;
+    if (bso_client_set_token(c, getenv("BSO_TOKEN")) < 0 ||
+        bso_client_set_cacert(c, getenv("BSO_CACERT")) < 0) {
+        bso_client_free(c);
+        return BSO_ENOMEM;
+    }
     *out = c;
     return 0;
+}
+
+/* Replaces *slot with a copy of v (NULL for NULL or ""). */
+static int set_text(char **slot, const char *prefix, const char *v)
+{
+    char *copy = NULL;
+    if (v && *v) {
+        const size_t n = strlen(prefix) + strlen(v) + 1;
+        if (!(copy = malloc(n)))
+            return BSO_ENOMEM;
+        snprintf(copy, n, "%s%s", prefix, v);
+    }
+    free(*slot);
+    *slot = copy;
+    return 0;
+}
+
+int bso_client_set_token(bso_client *c, const char *token)
+{
+    if (token && strpbrk(token, "\r\n"))
+        return BSO_EINVAL; /* it goes into a header line */
+    return set_text(&c->auth_header, "Authorization: Bearer ", token);
+}
+
+int bso_client_set_cacert(bso_client *c, const char *path)
+{
+    return set_text(&c->cacert, "", path);
 }
 
 void bso_client_free(bso_client *c)
@@ -70,6 +104,8 @@ void bso_client_free(bso_client *c)
     if (c->curl)
         curl_easy_cleanup(c->curl);
     free(c->base);
+    free(c->auth_header);
+    free(c->cacert);
     free(c->body);
     free(c);
 }
@@ -149,6 +185,8 @@ static int call(bso_client *c, const char *method, const char *path, const char 
     struct curl_slist *headers = NULL;
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
+    if (c->auth_header)
+        headers = curl_slist_append(headers, c->auth_header);
     int rc = 0;
     for (int attempt = 0;; attempt++) {
         c->len = 0;
@@ -166,6 +204,8 @@ static int call(bso_client *c, const char *method, const char *path, const char 
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+        if (c->cacert)
+            curl_easy_setopt(h, CURLOPT_CAINFO, c->cacert);
         if (body) {
             curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
