@@ -4,7 +4,7 @@
 set -eu
 pkgs="build-essential cmake ninja-build pkg-config clang clang-format \
 libcmocka-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libpq-dev \
-libcurl4-openssl-dev postgresql python3 python3-yaml python3-numpy python3-torch python3-sklearn"
+libcurl4-openssl-dev openssl postgresql python3 python3-yaml python3-numpy python3-torch python3-sklearn"
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -97,6 +97,16 @@ static int set_bool(bool *dst, const char *v, char *why, size_t cap)
     return 0;
 }
 
+static int set_tls_cert(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_string(c->tls_cert, sizeof c->tls_cert, v, why, cap);
+}
+
+static int set_tls_key(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_string(c->tls_key, sizeof c->tls_key, v, why, cap);
+}
+
 static int set_insecure(struct bso_config *c, const char *v, char *why, size_t cap)
 {
     return set_bool(&c->insecure_no_auth, v, why, cap);
@@ -208,6 +218,10 @@ static const struct option options[] = {
      "time a request may take to arrive, from its first line to the end of its body; a slower "
      "one gets 408 and the connection closes (default 30)",
      set_request_timeout},
+    {"--tls-cert", "BSO_TLS_CERT", NULL, "PEM",
+     "serve HTTPS with this certificate (chain) file; needs --tls-key", set_tls_cert},
+    {"--tls-key", "BSO_TLS_KEY", NULL, "PEM", "the certificate's private key file (unencrypted)",
+     set_tls_key},
     {"--insecure-no-auth", "BSO_INSECURE_NO_AUTH", NULL, NULL,
      "serve without API tokens, every client an admin, even on a public address (Zeus's "
      "clients cannot send tokens); off by default",
@@ -397,6 +411,10 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
         }
         if ((rc = apply(cfg, o, value, "command line", err, errcap)) < 0)
             return rc;
+    }
+    if ((cfg->tls_cert[0] != '\0') != (cfg->tls_key[0] != '\0')) {
+        snprintf(err, errcap, "--tls-cert and --tls-key go together");
+        return BSO_EINVAL;
     }
     if (cfg->command == BSO_CMD_TOKEN) {
         const bool create = strcmp(cfg->token_action, "create") == 0;

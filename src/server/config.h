@@ -37,6 +37,8 @@ struct bso_config {
     enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_TOKEN, BSO_CMD_HELP, BSO_CMD_VERSION } command;
     bool migrate_sql;      /* print the migration SQL instead of applying it */
     bool insecure_no_auth; /* serve without tokens on any address */
+    char tls_cert[4096];   /* PEM files: HTTPS when both are set */
+    char tls_key[4096];
     /* bso-server token create|list|revoke */
     char token_action[8];
     char token_tenant[BSO_TENANT_MAX + 1];

@@ -1,6 +1,7 @@
 /* libmicrohttpd glue; see http.h. */
 #include "server/http.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -21,6 +22,7 @@ struct bso_server {
     struct MHD_Daemon *daemon;
     struct bso_store *store;
     struct bso_auth *auth;
+    char *tls_cert, *tls_key; /* PEM text, alive as long as the daemon */
     struct bso_config cfg;
     int port;
 };
@@ -232,6 +234,46 @@ __attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char 
     log_warn("http: %s", msg);
 }
 
+static void server_free(struct bso_server *srv)
+{
+    bso_auth_free(srv->auth);
+    free(srv->tls_cert);
+    if (srv->tls_key) {
+        explicit_bzero(srv->tls_key, strlen(srv->tls_key));
+        free(srv->tls_key);
+    }
+    free(srv);
+}
+
+/* The whole of a (small) file as a string, or NULL with err set. */
+static char *read_pem(const char *path, const char *what, char *err, size_t errcap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errcap, "cannot read %s '%s': %s", what, path, strerror(errno));
+        return NULL;
+    }
+    char *text = malloc(1 << 20);
+    size_t n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    const bool bad = !text || ferror(f) || n == 0 || !feof(f);
+    fclose(f);
+    if (bad) {
+        free(text);
+        snprintf(err, errcap, "%s '%s' is empty, unreadable or larger than 1 MiB", what, path);
+        return NULL;
+    }
+    text[n] = '\0';
+    char *fit = realloc(text, n + 1);
+    if (fit)
+        text = fit;
+    if (!strstr(text, "-----BEGIN ")) {
+        free(text);
+        snprintf(err, errcap, "%s '%s' is not a PEM file", what, path);
+        return NULL;
+    }
+    return text;
+}
+
 /* Whether addr is a loopback address (127.0.0.0/8, ::1, or IPv4 mapped into IPv6). */
 static bool is_loopback(const struct sockaddr *addr)
 {
@@ -310,9 +352,15 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
                                     : is_loopback(ai->ai_addr) ? BSO_AUTH_LOOPBACK
                                                                : BSO_AUTH_REQUIRED;
     int rc = auth_start(srv, mode, err, errcap);
+    if (rc == 0 && cfg->tls_cert[0]) {
+        srv->tls_cert = read_pem(cfg->tls_cert, "--tls-cert", err, errcap);
+        srv->tls_key = srv->tls_cert ? read_pem(cfg->tls_key, "--tls-key", err, errcap) : NULL;
+        if (!srv->tls_key)
+            rc = BSO_EINVAL;
+    }
     if (rc < 0) {
         freeaddrinfo(ai);
-        free(srv);
+        server_free(srv);
         return rc;
     }
     /* ITC lets MHD_quiesce_daemon wake the workers for a clean stop. */
@@ -324,27 +372,39 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
                             : MHD_USE_EPOLL | MHD_USE_TURBO;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    if (srv->tls_cert)
+        flags |= MHD_USE_TLS;
     /* One thread: MHD's polling thread alone (it warns about a pool of one). */
     const bool pooled = !per_connection && cfg->threads > 1;
     struct MHD_OptionItem pool[] = {
         {pooled ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, cfg->threads, NULL},
         {MHD_OPTION_END, 0, NULL}};
+    struct MHD_OptionItem tls[] = {{MHD_OPTION_HTTPS_MEM_CERT, 0, srv->tls_cert},
+                                   {MHD_OPTION_HTTPS_MEM_KEY, 0, srv->tls_key},
+                                   {MHD_OPTION_END, 0, NULL}};
+    if (!srv->tls_cert)
+        tls[0].option = MHD_OPTION_END;
     /* The logger must be the first option, or MHD logs its first messages its own way. An
      * 8 KiB pool per connection holds its headers: bodies are copied out as they arrive. */
     srv->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->port, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, pool,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_ARRAY, pool, MHD_OPTION_ARRAY,
+        tls, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_per_client,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
         (size_t)(8 * 1024), MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!srv->daemon) {
-        snprintf(err, errcap, "cannot listen on %s:%d (in use, or not an address of this host)",
-                 cfg->host, cfg->port);
-        bso_auth_free(srv->auth);
-        free(srv);
+        if (srv->tls_cert)
+            snprintf(err, errcap,
+                     "cannot listen on %s:%d (in use, not an address of this host, or a "
+                     "certificate and key that do not load or do not match)",
+                     cfg->host, cfg->port);
+        else
+            snprintf(err, errcap, "cannot listen on %s:%d (in use, or not an address of this host)",
+                     cfg->host, cfg->port);
+        server_free(srv);
         return BSO_EIO;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
@@ -368,6 +428,5 @@ void bso_server_stop(struct bso_server *srv)
     MHD_stop_daemon(srv->daemon);
     if (listener != MHD_INVALID_SOCKET)
         close(listener); /* after quiescing, the listening socket is ours to close */
-    bso_auth_free(srv->auth);
-    free(srv);
+    server_free(srv);
 }

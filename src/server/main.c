@@ -69,8 +69,8 @@ static int serve(const struct bso_config *cfg)
         return 1;
     }
     char shown[sizeof cfg->database];
-    log_info("bso-server %s listening on http://%s:%d (database %s, schema %d, %d threads)",
-             BSO_VERSION, cfg->host, bso_server_port(srv),
+    log_info("bso-server %s listening on %s://%s:%d (database %s, schema %d, %d threads)",
+             BSO_VERSION, cfg->tls_cert[0] ? "https" : "http", cfg->host, bso_server_port(srv),
              bso_store_redact_url(cfg->database, shown, sizeof shown),
              bso_store_schema_version(store), cfg->threads);
 
