@@ -410,6 +410,22 @@ static int cmd_delete(struct ctx *c)
     return status;
 }
 
+static int cmd_reset(struct ctx *c)
+{
+    bso_client *cl = c->cl;
+    char path[900], id[800];
+    escape(c->argv[0], id, sizeof id);
+    snprintf(path, sizeof path, "/jobs/%s/reset", id);
+    int status = check(cl, bso_client_post(cl, path));
+    if (status == 0) {
+        if (c->json)
+            print_body(cl);
+        else
+            printf("reset %s: it explores again from its default batch size\n", c->argv[0]);
+    }
+    return status;
+}
+
 static int open_monitor(bso_monitor **m)
 {
     char err[512];
@@ -529,6 +545,8 @@ static const struct command commands[] = {
      "report a trial's cumulative time and energy after an evaluation", cmd_report},
     {"end", 3, true, "JOB BATCH_SIZE TRIAL", "end a trial that will not report", cmd_end},
     {"delete", 1, true, "JOB", "delete a job and its history", cmd_delete},
+    {"reset", 1, true, "JOB", "forget what a job learned: it explores again (keeps its spec)",
+     cmd_reset},
     {"gpus", 0, false, "", "the GPUs the monitor sees and where energy will come from", cmd_gpus},
     {"measure", -1, false, "-- CMD [ARGS...]",
      "run a command and print its time and energy (to stderr)", cmd_measure},

@@ -342,3 +342,10 @@ int bso_client_get(bso_client *c, const char *path)
         return fail(c, BSO_EINVAL, "the path must start with '/'");
     return call(c, "GET", path, NULL, true);
 }
+
+int bso_client_post(bso_client *c, const char *path)
+{
+    if (!path || path[0] != '/')
+        return fail(c, BSO_EINVAL, "the path must start with '/'");
+    return call(c, "POST", path, NULL, false); /* a repeat could undo what came between */
+}

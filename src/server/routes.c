@@ -200,6 +200,17 @@ static void h_predict(struct bso_request *req, struct bso_response *res)
     size_t n_arms = 0;
     int rc = bso_svc_predict(s, id, &t, &switched, arms, &n_arms, msg);
     bso_session_release(s);
+    if (rc == BSO_EPRUNED) { /* Zeus's message, and the way out Zeus lacks */
+        res->status = 409;
+        jb_obj(&res->body);
+        jb_key(&res->body, "message");
+        jb_str(&res->body, msg);
+        jb_key(&res->body, "hint");
+        jb_str(&res->body, "Reset the job to learn afresh: POST /jobs/{job_id}/reset, or "
+                           "`bso reset JOB`; or register it again under a new job_id.");
+        jb_end(&res->body);
+        return;
+    }
     if (rc < 0) {
         message(res, status_of(rc, 400), msg);
         return;
@@ -614,6 +625,23 @@ static void h_version(struct bso_request *req, struct bso_response *res)
     jb_end(&res->body);
 }
 
+/* POST /jobs/ID/reset: the job forgets what it learned; answers the job as GET /jobs/ID. */
+static void h_reset_job(struct bso_request *req, struct bso_response *res)
+{
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    const int rc = bso_svc_reset(s, req->segment, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        message(res, status_of(rc, 404), msg);
+        return;
+    }
+    log_info("Reset job %s: it explores again from its spec", req->segment);
+    h_get_job(req, res);
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 struct route {
@@ -630,8 +658,10 @@ static const struct route routes[] = {
     {"GET", "/jobs/batch_size", h_predict, false},
     {"POST", "/report", h_report, false},
     {"PATCH", "/trials", h_end_trial, false},
-    /* /jobs/{}/trials before /jobs/{}, which matches it too (job ids may contain '/'). */
+    /* /jobs/{}/trials and /reset before /jobs/{}, which matches them too (job ids may contain '/').
+     */
     {"GET", "/jobs/{}/trials", h_list_trials, false},
+    {"POST", "/jobs/{}/reset", h_reset_job, false},
     {"GET", "/jobs/{}", h_get_job, false},
     {"GET", "/healthz", h_healthz, true},
     {"GET", "/readyz", h_readyz, true},

@@ -316,3 +316,16 @@ int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg)
         rc = db_error(s, rc, "delete", msg);
     return finish(s, rc, "delete", msg);
 }
+
+int bso_svc_reset(struct bso_session *s, const char *job_id, char *msg)
+{
+    int rc = bso_session_begin_write(s, job_id);
+    if (rc < 0)
+        return db_error(s, rc, "reset", msg);
+    rc = bso_session_reset_job(s, job_id);
+    if (rc == BSO_ENOTFOUND)
+        rc = say(msg, rc, "Unknown job(%s).", job_id);
+    else if (rc < 0)
+        rc = db_error(s, rc, "reset", msg);
+    return finish(s, rc, "reset", msg);
+}

@@ -49,6 +49,9 @@ int bso_svc_report(struct bso_session *s, const struct bso_trial_key *key,
 /* Ends a trial that will not report: Dispatched becomes Failed; otherwise nothing happens. */
 int bso_svc_end_trial(struct bso_session *s, const struct bso_trial_key *key, char *msg);
 
+/* Forgets what a job learned (bso_session_reset_job): it explores again from its spec. */
+int bso_svc_reset(struct bso_session *s, const char *job_id, char *msg);
+
 /* Deletes a job with its trials and arms. */
 int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg);
 

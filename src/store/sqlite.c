@@ -127,6 +127,10 @@ enum stmt_id {
     ST_UPDATE_ARM,
     ST_LOAD_TRIAL,
     ST_DELETE_JOB,
+    ST_RESET_TRIALS,
+    ST_RESET_ARMS,
+    ST_RESET_STATS,
+    ST_RESET_JOB,
     ST_JOB_EXISTS,
     ST_LIST_JOBS,
     ST_LIST_TRIALS,
@@ -186,6 +190,11 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_TRIAL] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                       " FROM trial WHERE job_id = ?1 AND trial_number = ?2",
     [ST_DELETE_JOB] = "DELETE FROM job WHERE job_id = ?1",
+    [ST_RESET_TRIALS] = "DELETE FROM trial WHERE job_id = ?1",
+    [ST_RESET_ARMS] = "DELETE FROM arm WHERE job_id = ?1",
+    [ST_RESET_STATS] = "DELETE FROM bs_stat WHERE job_id = ?1",
+    [ST_RESET_JOB] = "UPDATE job SET stage = 'Pruning', min_cost = NULL,"
+                     " min_cost_batch_size = default_batch_size WHERE job_id = ?1",
     [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = ?1",
     [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
                      " min_cost_batch_size, created_at, tenant FROM job WHERE job_id > ?1"
@@ -1114,6 +1123,22 @@ static int be_delete_job(struct bso_session *s, const char *job_id)
     return rc;
 }
 
+static int be_reset_job(struct bso_session *s, const char *job_id)
+{
+    static const enum stmt_id steps[] = {ST_RESET_TRIALS, ST_RESET_ARMS, ST_RESET_STATS,
+                                         ST_RESET_JOB};
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        sqlite3_stmt *st = stmt(s, steps[i]);
+        if (!st)
+            return BSO_EIO;
+        bind_text(st, 1, job_id);
+        const int rc = step_done(s, st, "reset job");
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int be_job_exists(struct bso_session *s, const char *job_id)
 {
     sqlite3_stmt *st = stmt(s, ST_JOB_EXISTS);
@@ -1293,6 +1318,7 @@ const struct bso_store_ops bso_sqlite_ops = {
     .save_stat = save_stat,
     .load_trial = be_load_trial,
     .delete_job = be_delete_job,
+    .reset_job = be_reset_job,
     .job_exists = be_job_exists,
     .list_jobs = be_list_jobs,
     .list_trials = be_list_trials,

@@ -483,6 +483,22 @@ int bso_session_delete_job(struct bso_session *s, const char *job_id)
     return rc;
 }
 
+int bso_session_reset_job(struct bso_session *s, const char *job_id)
+{
+    struct bso_job job;
+    int rc = bso_session_load_job(s, job_id, 0, &job); /* it exists, and is the session's */
+    if (rc < 0)
+        return rc;
+    bso_job_clear(&job);
+    rc = s->ops->reset_job(s, job_id);
+    struct bso_jobcache_change *chg = rc == 0 && s->store->cache ? pending_slot(s) : NULL;
+    if (chg) { /* the cache forgets it; the next request reads it afresh */
+        snprintf(chg->job_id, sizeof chg->job_id, "%s", job_id);
+        chg->drop = true;
+    }
+    return rc;
+}
+
 int bso_session_job_exists(struct bso_session *s, const char *job_id)
 {
     int rc = ensure_tx(s);

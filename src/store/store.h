@@ -97,6 +97,9 @@ int bso_session_load_trial(struct bso_session *s, const char *job_id, int64_t nu
                            struct bso_trial *trial);
 /* Deletes a job and everything under it. BSO_ENOTFOUND when absent. */
 int bso_session_delete_job(struct bso_session *s, const char *job_id);
+/* Forgets everything a job learned (its trials, arms and statistics): it starts pruning again
+ * from its spec, and trial numbers go on from where they were. BSO_ENOTFOUND when absent. */
+int bso_session_reset_job(struct bso_session *s, const char *job_id);
 /* Whether a job exists. 1, 0, or a negative error. */
 int bso_session_job_exists(struct bso_session *s, const char *job_id);
 

@@ -62,6 +62,7 @@ struct bso_store_ops {
     int (*load_trial)(struct bso_session *s, const char *job_id, int64_t number,
                       struct bso_trial *trial);
     int (*delete_job)(struct bso_session *s, const char *job_id);
+    int (*reset_job)(struct bso_session *s, const char *job_id);
     int (*job_exists)(struct bso_session *s, const char *job_id);
     /* tenant NULL: every tenant's jobs. */
     int (*list_jobs)(struct bso_session *s, const char *after, int64_t limit, const char *tenant,

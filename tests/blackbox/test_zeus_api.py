@@ -214,9 +214,20 @@ class ZeusServerSuite(unittest.TestCase):
             self.srv.report("test-ap", bs, t["trial_number"], 1, 1, 0.1, 100)
         for _ in range(2):
             status, body = self.srv.predict("test-ap")
-            self.assertEqual((status, body), (409, {
-                "message": "No converged batch sizes has observed. Reconfigure batch_sizes and "
-                           "re-launch the job."}))
+            self.assertEqual((status, body["message"]), (409,
+                "No converged batch sizes has observed. Reconfigure batch_sizes and "
+                "re-launch the job."))
+            self.assertIn("/reset", body["hint"])  # BSO's addition: the way out
+        # Reset: the job explores again from its default, trial numbers go on.
+        status, job = self.srv.request("POST", "/jobs/test-ap/reset")
+        self.assertEqual((status, job["stage"], job["min_cost"]), (200, "Pruning", None))
+        self.assertEqual(job["trials"]["total"], 2)  # numbering continues
+        status, t = self.srv.predict("test-ap")
+        self.assertEqual((status, t["batch_size"], t["trial_number"]), (200, 512, 3))
+        _, trials = self.srv.request("GET", "/jobs/test-ap/trials")
+        self.assertEqual([x["trial_number"] for x in trials["trials"]], [3])
+        self.assertEqual(self.srv.request("POST", "/jobs/absent/reset")[0], 404)
+        self.assertEqual(self.srv.request("GET", "/jobs/test-ap/reset")[0], 404)
 
     def test_late_concurrent_report(self):
         job = dict(fake_job("test-lc"), batch_sizes=[1024, 2048], num_pruning_rounds=1,
