@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bso/error.h"
+#include "core/explorer.h"
 
 /* A bso-policy job: batch sizes 16..256, default 64, target 0.9, max 20 epochs, cost per epoch
  * set by the reports (energy 0, eta 0.5, max_power 1000: cost = 500 * time). */
@@ -203,6 +204,47 @@ static void test_epochs_posterior_shrinks_toward_the_curve(void **state)
     bso_job_clear(&job);
 }
 
+/* A size whose runs keep ending without a report (out of memory) is given up after
+ * BSO_CRASHES_INFEASIBLE in a row, and its statistics say so; a report resets the count. */
+static void test_crashing_size_becomes_infeasible(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    unsigned changed;
+    size_t stat = 99;
+    struct bso_trial t;
+    for (int k = 0; k < BSO_CRASHES_INFEASIBLE; k++) {
+        t = predict_ok(&job);
+        assert_int_equal(t.batch_size, 64); /* the default, again and again */
+        bso_job_end_trial(&job, &t, &changed, &stat);
+        assert_int_equal(changed, BSO_CHANGED_TRIAL | BSO_CHANGED_STATS);
+        assert_int_equal(stat, 2);
+        assert_int_equal(job.stats[2].crashes, k + 1);
+    }
+    assert_int_equal(job.stats[2].status, BSO_BS_INFEASIBLE);
+    assert_string_equal(bso_bs_status_name(job.stats[2].status), "infeasible");
+    int64_t infeasible[BSO_MAX_BATCH_SIZES];
+    assert_int_equal(bso_job_infeasible_sizes(&job, infeasible), 1);
+    assert_int_equal(infeasible[0], 64);
+    t = predict_ok(&job);
+    assert_int_equal(t.batch_size, 32); /* the next size down instead */
+    bso_job_end_trial(&job, &t, &changed, &stat);
+    assert_int_equal(job.stats[1].crashes, 1);
+    t = predict_ok(&job);
+    assert_int_equal(t.batch_size, 32);
+    struct bso_decision d;
+    run(&job, &t, 100, 10, &d);
+    assert_true(d.converged);
+    assert_int_equal(job.stats[1].crashes, 0);
+    /* Every size infeasible: nothing left to choose. */
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].status = BSO_BS_INFEASIBLE;
+    int64_t bs;
+    assert_int_equal(bso_policy_choose(&job, &bs), BSO_EPRUNED);
+    bso_job_clear(&job);
+}
+
 static void test_all_failed_is_pruned(void **state)
 {
     (void)state;
@@ -231,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_exploring_run_stopped_when_finishing_costs_more),
         cmocka_unit_test(test_exploring_run_stopped_at_beta),
         cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
+        cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -164,7 +164,8 @@ static void test_failed_exploration_is_reissued(void **state)
     t = predict_ok(job);
     assert_int_equal(t.batch_size, 32);
     unsigned changed;
-    bso_job_end_trial(job, &t, &changed);
+    size_t stat;
+    bso_job_end_trial(job, &t, &changed, &stat);
     assert_int_equal(changed, BSO_CHANGED_TRIAL);
     assert_int_equal(t.status, BSO_TRIAL_FAILED);
     assert_int_equal(bso_job_find_trial(job, t.number)->status, BSO_TRIAL_FAILED);
@@ -172,6 +173,40 @@ static void test_failed_exploration_is_reissued(void **state)
     assert_int_equal(again.type, BSO_TRIAL_EXPLORATION);
     assert_int_equal(again.batch_size, 32);
     assert_int_equal(again.number, t.number + 1);
+}
+
+/* Zeus retries a crashing exploration forever; after BSO_CRASHES_INFEASIBLE crashes in a row
+ * the size counts as not converging: the walk down stops there and goes up. */
+static void test_crashing_size_becomes_infeasible(void **state)
+{
+    struct bso_job *job = *state;
+    struct bso_trial t = predict_ok(job);
+    assert_int_equal(t.batch_size, 64);
+    report_cost(job, &t, 10, 0.9, 1);
+    unsigned changed;
+    size_t stat;
+    int64_t infeasible[BSO_MAX_BATCH_SIZES];
+    for (int k = 0; k < BSO_CRASHES_INFEASIBLE; k++) {
+        assert_int_equal(bso_job_infeasible_sizes(job, infeasible), 0);
+        t = predict_ok(job);
+        assert_int_equal(t.batch_size, 32); /* retried, as Zeus does, until the K-th crash */
+        bso_job_end_trial(job, &t, &changed, &stat);
+    }
+    assert_int_equal(bso_job_infeasible_sizes(job, infeasible), 1);
+    assert_int_equal(infeasible[0], 32);
+    t = predict_ok(job);
+    assert_int_equal(t.type, BSO_TRIAL_EXPLORATION);
+    assert_int_equal(t.batch_size, 128);
+    /* A run that reports in between breaks the streak: 128 crashes twice, then converges. */
+    bso_job_end_trial(job, &t, &changed, &stat);
+    t = predict_ok(job);
+    assert_int_equal(t.batch_size, 128);
+    bso_job_end_trial(job, &t, &changed, &stat);
+    t = predict_ok(job);
+    assert_int_equal(t.batch_size, 128);
+    report_cost(job, &t, 12, 0.9, 1);
+    assert_int_equal(bso_crash_streak(job->trials, job->n_trials, 128), 0);
+    assert_int_equal(bso_crash_streak(job->trials, job->n_trials, 32), 3);
 }
 
 static void test_all_pruned(void **state)
@@ -240,6 +275,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_exploration_in_flight, setup_explorer_job,
                                         teardown_job),
         cmocka_unit_test_setup_teardown(test_failed_exploration_is_reissued, setup_explorer_job,
+                                        teardown_job),
+        cmocka_unit_test_setup_teardown(test_crashing_size_becomes_infeasible, setup_explorer_job,
                                         teardown_job),
         cmocka_unit_test_setup_teardown(test_all_pruned, setup_explorer_job, teardown_job),
         cmocka_unit_test(test_explore_direct),

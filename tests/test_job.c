@@ -83,10 +83,11 @@ static void test_end_trial_flow(void **state)
     struct bso_job *job = *state;
     struct bso_trial t = predict_ok(job);
     unsigned changed;
-    bso_job_end_trial(job, &t, &changed);
+    size_t stat;
+    bso_job_end_trial(job, &t, &changed, &stat);
     assert_int_equal(t.status, BSO_TRIAL_FAILED);
     assert_int_equal(changed, BSO_CHANGED_TRIAL);
-    bso_job_end_trial(job, &t, &changed); /* repeating is harmless */
+    bso_job_end_trial(job, &t, &changed, &stat); /* repeating is harmless */
     assert_int_equal(changed, 0);
     /* Reporting a failed trial is refused and stores nothing. */
     int rc;
@@ -101,7 +102,7 @@ static void test_end_trial_flow(void **state)
     assert_int_equal(again.type, BSO_TRIAL_EXPLORATION);
     report(job, &again, 1, 1, 0.9, 1, &rc, &changed);
     assert_int_equal(rc, 0);
-    bso_job_end_trial(job, &again, &changed); /* after a final report: a no-op */
+    bso_job_end_trial(job, &again, &changed, &stat); /* after a final report: a no-op */
     assert_int_equal(changed, 0);
     assert_int_equal(again.status, BSO_TRIAL_SUCCEEDED);
 }

@@ -65,11 +65,14 @@ static int fill_job(struct bso_session *s, const struct bso_bench_job *bj, int p
             if (rc < 0 || d.stop_train)
                 break;
         }
+        unsigned ended = 0;
+        size_t stat = 0;
         if (rc == 0 && trial.status == BSO_TRIAL_DISPATCHED)
-            bso_job_end_trial(&job, &trial, &changed);
+            bso_job_end_trial(&job, &trial, &ended, &stat);
         if (rc == 0)
-            rc = bso_session_save(s, &job, BSO_CHANGED_TRIAL | (all & BSO_CHANGED_ARMS), &trial,
-                                  false, 0);
+            rc = bso_session_save(
+                s, &job, BSO_CHANGED_TRIAL | (all & BSO_CHANGED_ARMS) | (ended & BSO_CHANGED_STATS),
+                &trial, false, stat);
         (*trials)++;
     }
     if (rc == BSO_EPRUNED)

@@ -61,8 +61,9 @@ static double expected_cost(const struct bso_bs_stat *s)
 
 const char *bso_bs_status_name(int status)
 {
-    static const char *const names[] = {"untried", "good", "killed", "failed", "passed"};
-    return status >= 0 && status <= BSO_BS_PASSED ? names[status] : "unknown";
+    static const char *const names[] = {"untried", "good",   "killed",
+                                        "failed",  "passed", "infeasible"};
+    return status >= 0 && status <= BSO_BS_INFEASIBLE ? names[status] : "unknown";
 }
 
 double bso_bs_cost_per_epoch(const struct bso_bs_stat *s)
@@ -81,7 +82,7 @@ static int best_good(const struct bso_job *job)
 {
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
-        if (job->stats[i].successes > 0 &&
+        if (job->stats[i].successes > 0 && job->stats[i].status != BSO_BS_INFEASIBLE &&
             (best < 0 || expected_cost(&job->stats[i]) < expected_cost(&job->stats[best])))
             best = (int)i;
     return best;
@@ -355,7 +356,7 @@ static int thompson(struct bso_job *job)
     int best = -1;
     double best_draw = 0;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        if (job->stats[i].successes == 0)
+        if (job->stats[i].successes == 0 || job->stats[i].status == BSO_BS_INFEASIBLE)
             continue;
         const double draw =
             exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per_epoch(&job->stats[i]);
@@ -485,6 +486,7 @@ void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
                         enum bso_run_end end)
 {
     struct bso_bs_stat *s = &job->stats[i];
+    s->crashes = 0; /* it reported: whatever ended earlier runs, this one ran */
     if (s->runs == 0 && epochs >= 2 && s->first_epoch_cost > 0) {
         s->warm_first_sum += s->first_epoch_cost;
         s->warm_steady_sum += (cost - s->first_epoch_cost) / (double)(epochs - 1);

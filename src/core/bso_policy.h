@@ -30,10 +30,12 @@ struct bso_decision;
 /* What the policy knows about one batch size. */
 enum bso_bs_status {
     BSO_BS_UNTRIED = 0,
-    BSO_BS_GOOD,   /* at least one run reached the target */
-    BSO_BS_KILLED, /* an exploring run was stopped as hopeless */
-    BSO_BS_FAILED, /* a run hit max_epochs without reaching the target */
-    BSO_BS_PASSED, /* stopped after one epoch as not promising: tried again if that changes */
+    BSO_BS_GOOD,       /* at least one run reached the target */
+    BSO_BS_KILLED,     /* an exploring run was stopped as hopeless */
+    BSO_BS_FAILED,     /* a run hit max_epochs without reaching the target */
+    BSO_BS_PASSED,     /* stopped after one epoch as not promising: tried again if that changes */
+    BSO_BS_INFEASIBLE, /* BSO_CRASHES_INFEASIBLE runs in a row ended without a final report
+                          (out of memory, crashes): never chosen again until the job is reset */
 };
 
 struct bso_bs_stat {
@@ -48,9 +50,10 @@ struct bso_bs_stat {
      * their steady cost per epoch, learn how much. */
     double first_epoch_cost;
     double warm_first_sum, warm_steady_sum;
+    int64_t crashes; /* runs in a row that ended without a final report */
 };
 
-/* "untried", "good", "killed", "failed" or "passed". */
+/* "untried", "good", "killed", "failed", "passed" or "infeasible". */
 const char *bso_bs_status_name(int status);
 
 /* A size's cost per epoch over all its runs, and its expected cost to the target (mean epochs

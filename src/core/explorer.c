@@ -22,6 +22,19 @@ const struct bso_trial *bso_exploration_in_round(const struct bso_trial *trials,
     return NULL;
 }
 
+int64_t bso_crash_streak(const struct bso_trial *trials, size_t n_trials, int64_t bs)
+{
+    int64_t streak = 0;
+    for (size_t i = n_trials; i-- > 0;) {
+        if (trials[i].batch_size != bs || trials[i].type != BSO_TRIAL_EXPLORATION)
+            continue; /* concurrent runs borrow a size that worked; their ends tell nothing */
+        if (trials[i].status != BSO_TRIAL_FAILED)
+            break;
+        streak++;
+    }
+    return streak;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -46,6 +59,10 @@ static enum walk visit(const struct bso_job_spec *spec, const struct bso_trial *
                        struct round *rd, bool *stop, struct bso_explore_result *out)
 {
     const struct bso_trial *t = bso_exploration_in_round(trials, n_trials, bs, r);
+    if (!t && bso_crash_streak(trials, n_trials, bs) >= BSO_CRASHES_INFEASIBLE) {
+        *stop = true; /* it cannot run here: as if it had not converged */
+        return WALK_ON;
+    }
     if (!t) {
         out->kind = BSO_EXPLORE_TRY;
         out->batch_size = bs;

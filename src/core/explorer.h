@@ -27,10 +27,20 @@ struct bso_explore_result {
 };
 
 /* The explorer's decision given the job's pruning-stage trials in trial-number order (failed,
- * concurrent and MAB trials are ignored, so a failed exploration is simply tried again).
- * BSO_EPRUNED when no batch size survived a round. */
+ * concurrent and MAB trials are ignored, so a failed exploration is simply tried again, as in
+ * Zeus; but a size whose last BSO_CRASHES_INFEASIBLE trials all ended without a report counts
+ * as one that did not converge, where Zeus would retry it forever). BSO_EPRUNED when no batch
+ * size survived a round. */
 int bso_explore(const struct bso_job_spec *spec, const struct bso_trial *trials, size_t n_trials,
                 int64_t min_cost_batch_size, struct bso_explore_result *out);
+
+/* Runs of one batch size in a row that end without a final report (out of memory, crashes)
+ * before the size counts as infeasible. */
+#define BSO_CRASHES_INFEASIBLE 3
+
+/* How many of the explorations of batch size bs, counting back from the latest, ended without
+ * a report (Failed). */
+int64_t bso_crash_streak(const struct bso_trial *trials, size_t n_trials, int64_t bs);
 
 /* The r-th (0-based) non-failed exploration of bs among trials, or NULL: its exploration in
  * round r. */

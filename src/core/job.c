@@ -333,7 +333,8 @@ int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bs
     return 0;
 }
 
-void bso_job_end_trial(struct bso_job *job, struct bso_trial *trial, unsigned *changed)
+void bso_job_end_trial(struct bso_job *job, struct bso_trial *trial, unsigned *changed,
+                       size_t *stat_index)
 {
     *changed = 0;
     if (trial->status != BSO_TRIAL_DISPATCHED)
@@ -341,4 +342,28 @@ void bso_job_end_trial(struct bso_job *job, struct bso_trial *trial, unsigned *c
     trial->status = BSO_TRIAL_FAILED;
     sync_kept(job, trial);
     *changed |= BSO_CHANGED_TRIAL;
+    const int i = bso_job_spec_index(&job->spec, trial->batch_size);
+    if (job->spec.policy == BSO_POLICY_BSO && i >= 0) {
+        struct bso_bs_stat *s = &job->stats[i];
+        if (++s->crashes >= BSO_CRASHES_INFEASIBLE)
+            s->status = BSO_BS_INFEASIBLE;
+        *changed |= BSO_CHANGED_STATS;
+        *stat_index = (size_t)i;
+    }
+}
+
+size_t bso_job_infeasible_sizes(const struct bso_job *job, int64_t *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        const int64_t bs = job->spec.batch_sizes[i];
+        const bool infeasible =
+            job->spec.policy == BSO_POLICY_BSO
+                ? job->stats[i].status == BSO_BS_INFEASIBLE
+                : job->stage == BSO_STAGE_PRUNING &&
+                      bso_crash_streak(job->trials, job->n_trials, bs) >= BSO_CRASHES_INFEASIBLE;
+        if (infeasible)
+            out[n++] = bs;
+    }
+    return n;
 }

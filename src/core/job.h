@@ -94,8 +94,15 @@ int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bs
                    struct bso_decision *out, unsigned *changed, size_t *arm_index);
 
 /* Ends a trial that will not report (its process is gone): Dispatched becomes Failed, anything
- * else is left as it is. Never fails. */
-void bso_job_end_trial(struct bso_job *job, struct bso_trial *trial, unsigned *changed);
+ * else is left as it is. Never fails. Under the bso policy it counts against its batch size
+ * (BSO_CHANGED_STATS, the size's index in *stat_index). */
+void bso_job_end_trial(struct bso_job *job, struct bso_trial *trial, unsigned *changed,
+                       size_t *stat_index);
+
+/* The batch sizes the job no longer tries because their runs kept ending without a report:
+ * bso policy, from its statistics; Zeus policy, from the pruning trials (while it prunes and
+ * they are loaded). Writes up to n_batch_sizes sizes into out; returns how many. */
+size_t bso_job_infeasible_sizes(const struct bso_job *job, int64_t *out);
 
 /* Why the last failing call on this job failed. */
 const char *bso_job_errmsg(const struct bso_job *job);

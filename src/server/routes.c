@@ -480,6 +480,13 @@ static void encode_job(struct jbuf *b, const struct bso_job *job, const int64_t 
         jb_end(b);
     }
     jb_end(b);
+    int64_t infeasible[BSO_MAX_BATCH_SIZES];
+    const size_t n_infeasible = bso_job_infeasible_sizes(job, infeasible);
+    jb_key(b, "infeasible_batch_sizes");
+    jb_arr(b);
+    for (size_t i = 0; i < n_infeasible; i++)
+        jb_int(b, infeasible[i]);
+    jb_end(b);
     if (job->spec.policy == BSO_POLICY_BSO)
         encode_bs_stats(b, job);
     jb_end(b);
@@ -494,7 +501,7 @@ static void h_get_job(struct bso_request *req, struct bso_response *res)
     int64_t counts[3] = {0};
     int rc = bso_session_begin_read(s);
     if (rc == 0)
-        rc = bso_session_load_job(s, req->segment, BSO_LOAD_ARMS, &job);
+        rc = bso_session_load_job(s, req->segment, BSO_LOAD_ARMS | BSO_LOAD_TRIALS, &job);
     if (rc == 0) {
         rc = bso_session_count_trials(s, req->segment, counts);
         if (rc == 0)

@@ -292,8 +292,9 @@ static int end_trial_attempt(struct bso_session *s, void *ctx, bool write, unsig
     }
     if (rc < 0)
         return rc;
-    bso_job_end_trial(&job, &trial, changed);
-    if (write && *changed && (rc = bso_session_save(s, &job, *changed, &trial, false, 0)) < 0)
+    size_t stat = 0;
+    bso_job_end_trial(&job, &trial, changed, &stat);
+    if (write && *changed && (rc = bso_session_save(s, &job, *changed, &trial, false, stat)) < 0)
         rc = db_error(s, rc, "end trial", msg);
     bso_job_clear(&job);
     return rc;

@@ -149,6 +149,7 @@ void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
                                    &b->first_epoch_cost, &b->warm_first_sum, &b->warm_steady_sum};
     for (int k = 0; k < BSO_STAT_SUMS; k++)
         *sums[k] = r->f64(r->ctx, 4 + k);
+    b->crashes = r->i64(r->ctx, 4 + BSO_STAT_SUMS);
 }
 
 void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS])

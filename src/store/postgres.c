@@ -114,6 +114,10 @@ static const char *const migrations[] = {
     "  created_at TEXT NOT NULL,\n"
     "  revoked_at TEXT\n"
     ");\n",
+    /* 5: runs in a row that ended without a report, per batch size; and the trials still
+     * waiting for one, for the lease sweeper */
+    "ALTER TABLE bs_stat ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE INDEX trial_dispatched ON trial (start_timestamp) WHERE status = 'Dispatched';\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -211,19 +215,20 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_STATS] =
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
-        " warm_steady_sum FROM bs_stat WHERE job_id = $1",
+        " warm_steady_sum, crashes FROM bs_stat WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
-        " first_epoch_cost, warm_first_sum, warm_steady_sum)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+        " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
         " min_epochs = EXCLUDED.min_epochs, cost_sum = EXCLUDED.cost_sum,"
         " epochs_sum = EXCLUDED.epochs_sum, censored_epochs = EXCLUDED.censored_epochs,"
         " first_epoch_cost = EXCLUDED.first_epoch_cost,"
-        " warm_first_sum = EXCLUDED.warm_first_sum, warm_steady_sum = EXCLUDED.warm_steady_sum",
+        " warm_first_sum = EXCLUDED.warm_first_sum, warm_steady_sum = EXCLUDED.warm_steady_sum,"
+        " crashes = EXCLUDED.crashes",
     [ST_TOKEN_INSERT] = "INSERT INTO api_token (tenant, admin, hash, hint, created_at)"
                         " VALUES ($1, $2, $3, $4, " NOW_TEXT ") RETURNING id",
     [ST_TOKEN_FIND] = "SELECT id, tenant, admin, hint, created_at, revoked_at FROM api_token"
@@ -910,6 +915,7 @@ static int save_stat(struct bso_session *base, const struct bso_job *job, size_t
     bso_column_stat_sums(b, sums);
     for (int k = 0; k < BSO_STAT_SUMS; k++)
         p_double(&p, sums[k]);
+    p_int(&p, b->crashes);
     return run_done(s, ST_SAVE_STAT, &p, "save stats");
 }
 

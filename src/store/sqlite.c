@@ -112,6 +112,10 @@ static const char *const migrations[] = {
     "  created_at TEXT NOT NULL,\n"
     "  revoked_at TEXT\n"
     ");\n",
+    /* 5: runs in a row that ended without a report, per batch size; and the trials still
+     * waiting for one, for the lease sweeper */
+    "ALTER TABLE bs_stat ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE INDEX trial_dispatched ON trial (start_timestamp) WHERE status = 'Dispatched';\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -206,12 +210,12 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_STATS] =
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
-        " warm_steady_sum FROM bs_stat WHERE job_id = ?1",
+        " warm_steady_sum, crashes FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
-        " first_epoch_cost, warm_first_sum, warm_steady_sum)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [ST_TOKEN_INSERT] = "INSERT INTO api_token (tenant, admin, hash, hint, created_at)"
                         " VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
     [ST_TOKEN_FIND] = "SELECT id, tenant, admin, hint, created_at, revoked_at FROM api_token"
@@ -947,6 +951,7 @@ static int save_stat(struct bso_session *s, const struct bso_job *job, size_t i)
     bso_column_stat_sums(b, sums);
     for (int k = 0; k < BSO_STAT_SUMS; k++)
         sqlite3_bind_double(st, 6 + k, sums[k]);
+    sqlite3_bind_int64(st, 6 + BSO_STAT_SUMS, b->crashes);
     return step_done(s, st, "save stats");
 }
 

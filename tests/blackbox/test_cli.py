@@ -83,6 +83,37 @@ class Cli(unittest.TestCase):
         self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+-\s+-\s+-\n")
         self.assertIn("best batch size so far: 64 (lowest expected cost 2300.0)", show)
 
+    def test_crashing_sizes_and_reset(self):
+        """Runs that end without a report (out of memory) three times in a row make a size
+        infeasible, under either policy; `bso show` says so; `bso reset` starts afresh."""
+        for policy, first, then in (("zeus", 32, 64), ("bso", 32, 16)):
+            job = "cli-crash-" + policy
+            spec = {"job_id": job, "job_id_prefix": "cli", "batch_sizes": [16, 32, 64],
+                    "default_batch_size": 32, "max_power": 300, "number_of_gpus": 1,
+                    "gpu_model": "A100", "policy": policy}
+            self.assertEqual(self.bso("register", "-", stdin=json.dumps(spec)).returncode, 0)
+            for _ in range(3):
+                t = json.loads(self.bso("--json", "next", job).stdout)
+                self.assertEqual(t["batch_size"], first)
+                out = self.bso("end", job, str(t["batch_size"]), str(t["trial_number"]))
+                self.assertEqual(out.returncode, 0, out.stderr)
+            shown = json.loads(self.bso("--json", "show", job).stdout)
+            self.assertEqual(shown["infeasible_batch_sizes"], [first], policy)
+            self.assertRegex(self.bso("show", job).stdout, r"infeasible .*: %d\n" % first)
+            self.assertEqual(json.loads(self.bso("--json", "next", job).stdout)["batch_size"],
+                             then)
+            out = self.bso("reset", job)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("explores again", out.stdout)
+            shown = json.loads(self.bso("--json", "show", job).stdout)
+            self.assertEqual((shown["infeasible_batch_sizes"], shown["trials"]["succeeded"]),
+                             ([], 0))
+            t = json.loads(self.bso("--json", "next", job).stdout)
+            self.assertEqual((t["batch_size"], t["trial_number"]), (first, 5))
+        out = self.bso("reset", "no-such-job")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("404", out.stderr)
+
     def test_json_lists_every_page(self):
         # More jobs than one page of the read API holds (1000).
         for k in range(1005):
