@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bso/error.h"
 #include "server/log.h"
 #include "server/service.h"
+#include "server/sweeper.h"
 #include "sim/scenario_g.h"
 #include "store/store.h"
 
@@ -294,6 +296,52 @@ static void test_upgrade_from_version_1(void **state)
     bso_store_close(st);
 }
 
+/* Leases: a trial without its final report fails once its lease (measured from dispatch) has
+ * run out: --lease-default before any run finished, then three times the longest run, never
+ * below --lease-floor; the size is issued again. */
+static void test_lease_sweep(void **state)
+{
+    (void)state;
+    char u[200];
+    snprintf(u, sizeof u, "sqlite:///%s/lease.db", dir);
+    struct bso_store *st = open_store(u);
+    struct bso_session *s = session(st);
+    struct bso_job_spec spec;
+    struct bso_spec_errors errs = {0};
+    char msg[BSO_SVC_MSG_MAX];
+    bool created, sw;
+    fake_job_spec(&spec);
+    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    struct bso_trial t1;
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t1, &sw, NULL, NULL, msg), 0);
+    bso_session_release(s);
+    const struct bso_config cfg = {.lease_floor_s = 100, .lease_default_s = 1000};
+    const double now = (double)time(NULL);
+    assert_int_equal(bso_sweep(st, &cfg, now + 50), 0);  /* younger than the floor */
+    assert_int_equal(bso_sweep(st, &cfg, now + 900), 0); /* within the default lease */
+    assert_int_equal(bso_sweep(st, &cfg, now + 1010), 1);
+    assert_int_equal(bso_sweep(st, &cfg, now + 2000), 0); /* once */
+    s = session(st);
+    struct bso_trial got;
+    assert_int_equal(bso_session_load_trial(s, spec.job_id, t1.number, &got), 0);
+    assert_int_equal(got.status, BSO_TRIAL_FAILED);
+    /* Issued again; once a run finished in 80 s the lease is 240 s. */
+    struct bso_trial t2;
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t2, &sw, NULL, NULL, msg), 0);
+    assert_int_equal(t2.batch_size, t1.batch_size);
+    struct bso_report r = {.time = 80, .energy = 100, .metric = 0.9, .current_epoch = 1};
+    struct bso_decision d;
+    struct bso_trial_key key = {spec.job_id, t2.batch_size, t2.number};
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), 0);
+    struct bso_trial t3;
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t3, &sw, NULL, NULL, msg), 0);
+    bso_session_release(s);
+    assert_int_equal(bso_sweep(st, &cfg, now + 230), 0);
+    assert_int_equal(bso_sweep(st, &cfg, now + 250), 1);
+    bso_store_close(st);
+}
+
 static void test_redact_url(void **state)
 {
     (void)state;
@@ -317,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_failed_request_changes_nothing),
         cmocka_unit_test(test_open_errors_and_migrations),
         cmocka_unit_test(test_upgrade_from_version_1),
+        cmocka_unit_test(test_lease_sweep),
         cmocka_unit_test(test_redact_url),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);

@@ -107,6 +107,16 @@ static int set_tls_key(struct bso_config *c, const char *v, char *why, size_t ca
     return set_string(c->tls_key, sizeof c->tls_key, v, why, cap);
 }
 
+static int set_lease_floor(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->lease_floor_s, v, 1, 365 * 86400, why, cap);
+}
+
+static int set_lease_default(struct bso_config *c, const char *v, char *why, size_t cap)
+{
+    return set_int(&c->lease_default_s, v, 1, 365 * 86400, why, cap);
+}
+
 static int set_insecure(struct bso_config *c, const char *v, char *why, size_t cap)
 {
     return set_bool(&c->insecure_no_auth, v, why, cap);
@@ -218,6 +228,12 @@ static const struct option options[] = {
      "time a request may take to arrive, from its first line to the end of its body; a slower "
      "one gets 408 and the connection closes (default 30)",
      set_request_timeout},
+    {"--lease-floor", "BSO_LEASE_FLOOR", NULL, "SECONDS",
+     "a dispatched trial without its final report fails after its lease: three times the "
+     "job's longest finished run, never less than this (default 3600)",
+     set_lease_floor},
+    {"--lease-default", "BSO_LEASE_DEFAULT", NULL, "SECONDS",
+     "the lease while none of the job's runs has finished (default 86400)", set_lease_default},
     {"--tls-cert", "BSO_TLS_CERT", NULL, "PEM",
      "serve HTTPS with this certificate (chain) file; needs --tls-key", set_tls_cert},
     {"--tls-key", "BSO_TLS_KEY", NULL, "PEM", "the certificate's private key file (unencrypted)",
@@ -326,6 +342,8 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
     cfg->max_connections = 1024;
     cfg->timeout_s = 60;
     cfg->request_timeout_s = 30;
+    cfg->lease_floor_s = 3600;
+    cfg->lease_default_s = 86400;
     cfg->max_per_client = 256;
     cfg->cache_mb = 4;
 

@@ -33,6 +33,8 @@ struct bso_config {
     int timeout_s;         /* idle connection timeout */
     int request_timeout_s; /* longest time a request may take to arrive */
     int cache_mb;          /* memory for jobs kept in memory; 0: none */
+    int lease_floor_s;     /* a waiting trial's lease is never shorter */
+    int lease_default_s;   /* the lease of a job none of whose runs has finished yet */
     /* What to do: serve, or migrate. */
     enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_TOKEN, BSO_CMD_HELP, BSO_CMD_VERSION } command;
     bool migrate_sql;      /* print the migration SQL instead of applying it */

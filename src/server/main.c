@@ -10,6 +10,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/log.h"
+#include "server/sweeper.h"
 #include "server/token_cmd.h"
 #include "store/store.h"
 
@@ -74,9 +75,14 @@ static int serve(const struct bso_config *cfg)
              bso_store_redact_url(cfg->database, shown, sizeof shown),
              bso_store_schema_version(store), cfg->threads);
 
+    struct bso_sweeper *sweeper = bso_sweeper_start(store, cfg);
+    if (!sweeper)
+        log_error("cannot start the trial lease sweeper: waiting trials will not expire");
+
     int sig = 0;
     sigwait(&stop, &sig);
     log_info("received %s: finishing requests in flight", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    bso_sweeper_stop(sweeper);
     bso_server_stop(srv);
     bso_store_close(store);
     log_info("stopped");

@@ -185,6 +185,15 @@ void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *ou
     snprintf(out->tenant, sizeof out->tenant, "%s", r->text(r->ctx, 7));
 }
 
+void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->job_id, sizeof out->job_id, "%s", r->text(r->ctx, 0));
+    out->number = r->i64(r->ctx, 1);
+    out->batch_size = r->i64(r->ctx, 2);
+    snprintf(out->start_timestamp, sizeof out->start_timestamp, "%s", r->text(r->ctx, 3));
+}
+
 void bso_column_read_token(const struct bso_row *r, struct bso_token *out)
 {
     memset(out, 0, sizeof *out);

@@ -56,6 +56,8 @@ int bso_column_read_arm(const struct bso_row *r, struct bso_arm *a);
 /* job_id, gpu_model, stage, last_trial_number, min_cost, min_cost_batch_size, created_at,
  * tenant. */
 void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *out);
+/* job_id, trial_number, batch_size, start_timestamp. */
+void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out);
 /* id, tenant, admin, hint, created_at, revoked_at. */
 void bso_column_read_token(const struct bso_row *r, struct bso_token *out);
 /* A trial's columns, then start_timestamp, end_timestamp, energy_source. */

@@ -151,6 +151,8 @@ enum stmt_id {
     ST_COUNT_TRIALS,
     ST_LOAD_STATS,
     ST_SAVE_STAT,
+    ST_WAITING_TRIALS,
+    ST_LONGEST_RUN,
     ST_TOKEN_INSERT,
     ST_TOKEN_FIND,
     ST_TOKEN_LIST,
@@ -229,6 +231,11 @@ static const char *const stmt_sql[ST_COUNT] = {
         " first_epoch_cost = EXCLUDED.first_epoch_cost,"
         " warm_first_sum = EXCLUDED.warm_first_sum, warm_steady_sum = EXCLUDED.warm_steady_sum,"
         " crashes = EXCLUDED.crashes",
+    [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
+                          " WHERE status = 'Dispatched' AND start_timestamp < $1"
+                          " ORDER BY start_timestamp LIMIT $2",
+    [ST_LONGEST_RUN] = "SELECT coalesce(max(time), 0) FROM trial WHERE job_id = $1"
+                       " AND status = 'Succeeded'",
     [ST_TOKEN_INSERT] = "INSERT INTO api_token (tenant, admin, hash, hint, created_at)"
                         " VALUES ($1, $2, $3, $4, " NOW_TEXT ") RETURNING id",
     [ST_TOKEN_FIND] = "SELECT id, tenant, admin, hint, created_at, revoked_at FROM api_token"
@@ -251,7 +258,7 @@ struct pg_session {
     struct bso_session base;
     struct backend *b;
     PGconn *conn;
-    uint32_t prepared; /* a bit per enum stmt_id, for this connection */
+    uint64_t prepared; /* a bit per enum stmt_id, for this connection */
     bool in_tx;
     double retry_at; /* after a failed connection: not before this (monotonic s) */
     double backoff;  /* the pause after the next failure */
@@ -398,14 +405,14 @@ static PGresult *run(struct pg_session *s, enum stmt_id id, const struct params 
 {
     char name[16];
     snprintf(name, sizeof name, "bso%d", (int)id);
-    if (!(s->prepared & (1u << id))) {
+    if (!(s->prepared & (UINT64_C(1) << id))) {
         PGresult *r = PQprepare(s->conn, name, stmt_sql[id], 0, NULL);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             db_fail(s, what, r);
             return NULL;
         }
         PQclear(r);
-        s->prepared |= 1u << id;
+        s->prepared |= UINT64_C(1) << id;
     }
     PGresult *r = PQexecPrepared(s->conn, name, p ? p->n : 0, p ? p->v : NULL, NULL, NULL, 0);
     const ExecStatusType st = PQresultStatus(r);
@@ -1044,6 +1051,38 @@ static int be_ping(struct bso_session *base)
     return rc;
 }
 
+static int be_waiting_trials(struct bso_session *base, const char *before, int64_t limit,
+                             int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx)
+{
+    struct params p = {.n = 0};
+    p_text(&p, before);
+    p_int(&p, limit);
+    PGresult *r = run(ps(base), ST_WAITING_TRIALS, &p, "waiting trials");
+    if (!r)
+        return BSO_EIO;
+    int cb = 0;
+    for (int i = 0; i < PQntuples(r) && cb == 0; i++) {
+        const struct bso_row row = ROW(r, i);
+        struct bso_waiting_trial t;
+        bso_column_read_waiting(&row, &t);
+        cb = fn(ctx, &t);
+    }
+    PQclear(r);
+    return cb;
+}
+
+static int be_longest_run(struct bso_session *base, const char *job_id, double *seconds)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(ps(base), ST_LONGEST_RUN, &p, "longest run");
+    if (!r)
+        return BSO_EIO;
+    *seconds = PQntuples(r) == 1 ? col_double(r, 0, 0) : 0;
+    PQclear(r);
+    return 0;
+}
+
 /* ---- API tokens: statements of their own, outside any request's transaction ---- */
 
 static PGresult *run_token(struct bso_session *base, enum stmt_id id, const struct params *p,
@@ -1159,6 +1198,8 @@ const struct bso_store_ops bso_postgres_ops = {
     .list_trials = be_list_trials,
     .count_trials = be_count_trials,
     .ping = be_ping,
+    .waiting_trials = be_waiting_trials,
+    .longest_run = be_longest_run,
     .token_insert = be_token_insert,
     .token_find = be_token_find,
     .token_list = be_token_list,

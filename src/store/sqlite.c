@@ -141,6 +141,8 @@ enum stmt_id {
     ST_COUNT_TRIALS,
     ST_LOAD_STATS,
     ST_SAVE_STAT,
+    ST_WAITING_TRIALS,
+    ST_LONGEST_RUN,
     ST_TOKEN_INSERT,
     ST_TOKEN_FIND,
     ST_TOKEN_LIST,
@@ -216,6 +218,11 @@ static const char *const stmt_sql[ST_COUNT] = {
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
+                          " WHERE status = 'Dispatched' AND start_timestamp < ?1"
+                          " ORDER BY start_timestamp LIMIT ?2",
+    [ST_LONGEST_RUN] = "SELECT coalesce(max(time), 0) FROM trial WHERE job_id = ?1"
+                       " AND status = 'Succeeded'",
     [ST_TOKEN_INSERT] = "INSERT INTO api_token (tenant, admin, hash, hint, created_at)"
                         " VALUES (?1, ?2, ?3, ?4, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
     [ST_TOKEN_FIND] = "SELECT id, tenant, admin, hint, created_at, revoked_at FROM api_token"
@@ -1223,6 +1230,39 @@ static int be_ping(struct bso_session *s)
     return 0;
 }
 
+static int be_waiting_trials(struct bso_session *s, const char *before, int64_t limit,
+                             int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx)
+{
+    sqlite3_stmt *st = stmt(s, ST_WAITING_TRIALS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, before);
+    sqlite3_bind_int64(st, 2, limit);
+    int rc, cb = 0;
+    while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const struct bso_row r = row(st);
+        struct bso_waiting_trial t;
+        bso_column_read_waiting(&r, &t);
+        cb = fn(ctx, &t);
+    }
+    sqlite3_reset(st);
+    if (cb != 0)
+        return cb;
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "waiting trials");
+}
+
+static int be_longest_run(struct bso_session *s, const char *job_id, double *seconds)
+{
+    sqlite3_stmt *st = stmt(s, ST_LONGEST_RUN);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    const int rc = sqlite3_step(st);
+    *seconds = rc == SQLITE_ROW ? sqlite3_column_double(st, 0) : 0;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 0 : db_fail(s, "longest run");
+}
+
 static int be_token_insert(struct bso_session *s, const struct bso_token *t, const char *hash,
                            int64_t *id)
 {
@@ -1329,6 +1369,8 @@ const struct bso_store_ops bso_sqlite_ops = {
     .list_trials = be_list_trials,
     .count_trials = be_count_trials,
     .ping = be_ping,
+    .waiting_trials = be_waiting_trials,
+    .longest_run = be_longest_run,
     .token_insert = be_token_insert,
     .token_find = be_token_find,
     .token_list = be_token_list,

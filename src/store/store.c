@@ -547,6 +547,19 @@ bool bso_store_cache_stats(struct bso_store *store, struct bso_jobcache_stats *o
     return true;
 }
 
+int bso_session_waiting_trials(struct bso_session *s, const char *before, int64_t limit,
+                               int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx)
+{
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->waiting_trials(s, before, limit, fn, ctx);
+}
+
+int bso_session_longest_run(struct bso_session *s, const char *job_id, double *seconds)
+{
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->longest_run(s, job_id, seconds);
+}
+
 int bso_session_token_insert(struct bso_session *s, const struct bso_token *t, const char *hash,
                              int64_t *id)
 {

@@ -130,6 +130,20 @@ struct bso_trial_row {
 /* Calls fn for up to limit trials of job_id numbered above `after`, ascending. */
 int bso_session_list_trials(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
                             int (*fn)(void *ctx, const struct bso_trial_row *row), void *ctx);
+/* A trial still waiting for its report, for the lease sweeper. */
+struct bso_waiting_trial {
+    char job_id[BSO_JOB_ID_MAX + 1];
+    int64_t number;
+    int64_t batch_size;
+    char start_timestamp[32];
+};
+
+/* Calls fn for up to limit Dispatched trials (every job's) dispatched before `before` (a
+ * timestamp as the store writes them, "2026-11-22T10:00:00.000Z"), oldest first. */
+int bso_session_waiting_trials(struct bso_session *s, const char *before, int64_t limit,
+                               int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx);
+/* The longest time (s) a run of the job took to its final report; 0 when none has. */
+int bso_session_longest_run(struct bso_session *s, const char *job_id, double *seconds);
 /* Counts of a job's trials by status (indexed by enum bso_trial_status). */
 int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t counts[3]);
 /* Whether the database answers (for readiness probes). */

@@ -70,6 +70,9 @@ struct bso_store_ops {
     int (*list_trials)(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
                        int (*fn)(void *ctx, const struct bso_trial_row *row), void *ctx);
     int (*count_trials)(struct bso_session *s, const char *job_id, int64_t counts[3]);
+    int (*waiting_trials)(struct bso_session *s, const char *before, int64_t limit,
+                          int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx);
+    int (*longest_run)(struct bso_session *s, const char *job_id, double *seconds);
     int (*ping)(struct bso_session *s);
     /* API tokens (store.h), each in a transaction of its own. */
     int (*token_insert)(struct bso_session *s, const struct bso_token *t, const char *hash,

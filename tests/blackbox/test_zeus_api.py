@@ -256,3 +256,22 @@ class ZeusServerSuite(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Leases(unittest.TestCase):
+    """A trial whose client vanished (no report, no end) is failed when its lease runs out and
+    its batch size is issued again; Zeus would wait for it forever."""
+
+    def test_waiting_trial_expires(self):
+        with Server(args=["--lease-floor", "1", "--lease-default", "1"]) as srv:
+            srv.register(fake_job("test-lease"))
+            _, t = srv.predict("test-lease")
+            self.assertTrue(srv.wait_for_line("past its lease", timeout=10), srv.lines[-5:])
+            _, trials = srv.request("GET", "/jobs/test-lease/trials")
+            self.assertEqual(trials["trials"][0]["status"], "Failed")
+            _, again = srv.predict("test-lease")
+            self.assertEqual((again["batch_size"], again["trial_number"]),
+                             (t["batch_size"], t["trial_number"] + 1))
+            # A late report for the expired trial is refused as for any failed trial.
+            status, _ = srv.report("test-lease", t["batch_size"], t["trial_number"], 1, 1, 0.9, 1)
+            self.assertEqual(status, 400)
