@@ -52,6 +52,18 @@ static struct bso_session *session(struct bso_store *st)
     return s;
 }
 
+/* Registers the fake job (Zeus policy) through the service. */
+static void register_fake_job(struct bso_session *s, struct bso_job_spec *spec)
+{
+    struct bso_spec_errors errs = {0};
+    char msg[BSO_SVC_MSG_MAX];
+    bool created;
+    fake_job_spec(spec);
+    assert_int_equal(bso_job_spec_validate(spec, &errs), 0);
+    assert_int_equal(bso_svc_register(s, spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    assert_true(created);
+}
+
 static void test_golden_across_restarts(void **state)
 {
     (void)state;
@@ -260,12 +272,9 @@ static void test_upgrade_from_version_1(void **state)
     struct bso_store *st = open_store(u);
     struct bso_session *s = session(st);
     struct bso_job_spec spec;
-    struct bso_spec_errors errs = {0};
     char msg[BSO_SVC_MSG_MAX];
-    bool created, sw;
-    fake_job_spec(&spec);
-    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
-    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    bool sw;
+    register_fake_job(s, &spec);
     struct bso_trial t;
     assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, msg), 0);
     bso_session_release(s);
@@ -307,12 +316,9 @@ static void test_lease_sweep(void **state)
     struct bso_store *st = open_store(u);
     struct bso_session *s = session(st);
     struct bso_job_spec spec;
-    struct bso_spec_errors errs = {0};
     char msg[BSO_SVC_MSG_MAX];
-    bool created, sw;
-    fake_job_spec(&spec);
-    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
-    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    bool sw;
+    register_fake_job(s, &spec);
     struct bso_trial t1;
     assert_int_equal(bso_svc_predict(s, spec.job_id, &t1, &sw, NULL, NULL, msg), 0);
     bso_session_release(s);

@@ -217,12 +217,19 @@ static void show_bs_stats(json_t *stats)
                best_cost);
 }
 
+/* "/jobs/<escaped id><suffix>". */
+static void job_path(const char *job_id, const char *suffix, char *path, size_t cap)
+{
+    char id[800];
+    escape(job_id, id, sizeof id);
+    snprintf(path, cap, "/jobs/%s%s", id, suffix);
+}
+
 static int cmd_show(struct ctx *c)
 {
     bso_client *cl = c->cl;
-    char path[900], id[800];
-    escape(c->argv[0], id, sizeof id);
-    snprintf(path, sizeof path, "/jobs/%s", id);
+    char path[900];
+    job_path(c->argv[0], "", path, sizeof path);
     int status = check(cl, bso_client_get(cl, path));
     if (status == 0 && c->json)
         print_body(cl);
@@ -297,9 +304,8 @@ static void trial_row(json_t *t)
 
 static int cmd_trials(struct ctx *c)
 {
-    char base[1000], id[800];
-    escape(c->argv[0], id, sizeof id);
-    snprintf(base, sizeof base, "/jobs/%s/trials?limit=1000", id);
+    char base[1000];
+    job_path(c->argv[0], "/trials?limit=1000", base, sizeof base);
     if (!c->json)
         printf("%6s %10s %-12s %-10s %10s %12s %12s %s\n", "TRIAL", "BATCH", "TYPE", "STATUS",
                "TIME (s)", "ENERGY (J)", "COST", "CONVERGED");
@@ -419,9 +425,8 @@ static int cmd_delete(struct ctx *c)
 static int cmd_reset(struct ctx *c)
 {
     bso_client *cl = c->cl;
-    char path[900], id[800];
-    escape(c->argv[0], id, sizeof id);
-    snprintf(path, sizeof path, "/jobs/%s/reset", id);
+    char path[900];
+    job_path(c->argv[0], "/reset", path, sizeof path);
     int status = check(cl, bso_client_post(cl, path));
     if (status == 0) {
         if (c->json)

@@ -2,6 +2,7 @@
 #include "server/config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +15,28 @@
 
 typedef int (*setter_fn)(struct bso_config *cfg, const char *value, char *why, size_t cap);
 
+/* How a setting's text becomes its field: most settings are a plain field of one kind; the
+ * rest have a setter of their own. */
+enum kind { K_STRING, K_INT, K_BOOL, K_CUSTOM };
+
 struct option {
     const char *flag;     /* --database */
     const char *env;      /* BSO_DATABASE_URL */
     const char *zeus_env; /* ZEUS_BSO_DATABASE_URL, or NULL */
-    const char *arg;      /* URL */
+    const char *arg;      /* URL; NULL for a switch, which takes no value on the command line */
     const char *help;
-    setter_fn set;
+    enum kind kind;
+    size_t offset; /* of the field in struct bso_config */
+    size_t size;   /* K_STRING: the field's size */
+    long min, max; /* K_INT: the allowed range */
+    setter_fn set; /* K_CUSTOM */
 };
+
+#define FIELD(f) offsetof(struct bso_config, f)
+#define STRING(f) K_STRING, FIELD(f), sizeof(((struct bso_config *)0)->f), 0, 0, NULL
+#define INT(f, lo, hi) K_INT, FIELD(f), 0, (lo), (hi), NULL
+#define SWITCH(f) K_BOOL, FIELD(f), 0, 0, 0, NULL
+#define CUSTOM(fn) K_CUSTOM, 0, 0, 0, 0, (fn)
 
 static int set_string(char *dst, size_t cap, const char *v, char *why, size_t wcap)
 {
@@ -46,40 +61,10 @@ static int set_int(int *dst, const char *v, long min, long max, char *why, size_
     return 0;
 }
 
-static int set_database(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_string(c->database, sizeof c->database, v, why, cap);
-}
-
-static int set_host(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_string(c->host, sizeof c->host, v, why, cap);
-}
-
-static int set_port(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->port, v, 0, 65535, why, cap);
-}
-
 static int set_threads(struct bso_config *c, const char *v, char *why, size_t cap)
 {
     c->threads_set = true;
     return set_int(&c->threads, v, 1, 1024, why, cap);
-}
-
-static int set_max_connections(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->max_connections, v, 1, 1000000, why, cap);
-}
-
-static int set_max_per_client(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->max_per_client, v, 0, 1000000, why, cap);
-}
-
-static int set_request_timeout(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->request_timeout_s, v, 1, 86400, why, cap);
 }
 
 /* A switch: on the command line it takes no value; in the environment 1/true/yes or
@@ -95,46 +80,6 @@ static int set_bool(bool *dst, const char *v, char *why, size_t cap)
         return BSO_EINVAL;
     }
     return 0;
-}
-
-static int set_tls_cert(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_string(c->tls_cert, sizeof c->tls_cert, v, why, cap);
-}
-
-static int set_tls_key(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_string(c->tls_key, sizeof c->tls_key, v, why, cap);
-}
-
-static int set_lease_floor(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->lease_floor_s, v, 1, 365 * 86400, why, cap);
-}
-
-static int set_lease_default(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->lease_default_s, v, 1, 365 * 86400, why, cap);
-}
-
-static int set_insecure(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_bool(&c->insecure_no_auth, v, why, cap);
-}
-
-static int set_db_connections(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->db_connections, v, 0, 4096, why, cap);
-}
-
-static int set_cache_mb(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->cache_mb, v, 0, 1 << 20, why, cap);
-}
-
-static int set_timeout(struct bso_config *c, const char *v, char *why, size_t cap)
-{
-    return set_int(&c->timeout_s, v, 1, 86400, why, cap);
 }
 
 static int set_max_body(struct bso_config *c, const char *v, char *why, size_t cap)
@@ -186,62 +131,63 @@ static const struct option options[] = {
     {"--database", "BSO_DATABASE_URL", "ZEUS_BSO_DATABASE_URL", "URL",
      "database URL: sqlite:///relative.db, sqlite:////absolute.db or sqlite:///:memory: "
      "(default sqlite:///bso.db)",
-     set_database},
-    {"--host", "BSO_HOST", NULL, "ADDR", "address to listen on (default 127.0.0.1)", set_host},
+     STRING(database)},
+    {"--host", "BSO_HOST", NULL, "ADDR", "address to listen on (default 127.0.0.1)", STRING(host)},
     {"--port", "BSO_PORT", NULL, "N", "port to listen on; 0 picks a free one (default 8000)",
-     set_port},
+     INT(port, 0, 65535)},
     {"--log-level", "BSO_LOG_LEVEL", "ZEUS_BSO_LOG_LEVEL", "LEVEL",
-     "debug, info, warn or error (default info)", set_log_level},
+     "debug, info, warn or error (default info)", CUSTOM(set_log_level)},
     {"--log-format", "BSO_LOG_FORMAT", NULL, "FMT", "text or json lines (default text)",
-     set_log_format},
+     CUSTOM(set_log_format)},
     {"--threads", "BSO_THREADS", NULL, "N",
      "worker threads (default: the number of CPUs, four times that on PostgreSQL; with "
      "--durability full every connection has its own)",
-     set_threads},
+     CUSTOM(set_threads)},
     {"--durability", "BSO_DURABILITY", NULL, "MODE",
      "normal (WAL, survives a crash) or full (fsync per commit, survives power loss); "
      "default normal",
-     set_durability},
+     CUSTOM(set_durability)},
     {"--default-policy", "BSO_DEFAULT_POLICY", NULL, "NAME",
      "policy of jobs registered without a \"policy\" field: bso, or zeus for Zeus's exact "
      "decisions (default bso)",
-     set_default_policy},
+     CUSTOM(set_default_policy)},
     {"--max-body-kib", "BSO_MAX_BODY_KIB", NULL, "N", "largest request body in KiB (default 1024)",
-     set_max_body},
+     CUSTOM(set_max_body)},
     {"--max-connections", "BSO_MAX_CONNECTIONS", NULL, "N",
-     "simultaneous connections (default 1024)", set_max_connections},
+     "simultaneous connections (default 1024)", INT(max_connections, 1, 1000000)},
     {"--max-connections-per-client", "BSO_MAX_CONNECTIONS_PER_CLIENT", NULL, "N",
      "simultaneous connections from one IP address; 0: no limit (default 256; behind a "
      "proxy every client has the proxy's address)",
-     set_max_per_client},
+     INT(max_per_client, 0, 1000000)},
     {"--db-connections", "BSO_DB_CONNECTIONS", NULL, "N",
      "database connections the worker threads share; 0: one each (default 0). Fewer "
      "connections keep their page caches warm at the price of waiting for one",
-     set_db_connections},
+     INT(db_connections, 0, 4096)},
     {"--cache-mb", "BSO_CACHE_MB", NULL, "N",
      "memory in MiB for the jobs kept in memory, so reads skip the database (SQLite, "
      "--durability normal); 0: none (default 4)",
-     set_cache_mb},
+     INT(cache_mb, 0, 1 << 20)},
     {"--timeout", "BSO_TIMEOUT", NULL, "SECONDS", "idle connection timeout (default 60)",
-     set_timeout},
+     INT(timeout_s, 1, 86400)},
     {"--request-timeout", "BSO_REQUEST_TIMEOUT", NULL, "SECONDS",
      "time a request may take to arrive, from its first line to the end of its body; a slower "
      "one gets 408 and the connection closes (default 30)",
-     set_request_timeout},
+     INT(request_timeout_s, 1, 86400)},
     {"--lease-floor", "BSO_LEASE_FLOOR", NULL, "SECONDS",
      "a dispatched trial without its final report fails after its lease: three times the "
      "job's longest finished run, never less than this (default 3600)",
-     set_lease_floor},
+     INT(lease_floor_s, 1, 365 * 86400)},
     {"--lease-default", "BSO_LEASE_DEFAULT", NULL, "SECONDS",
-     "the lease while none of the job's runs has finished (default 86400)", set_lease_default},
+     "the lease while none of the job's runs has finished (default 86400)",
+     INT(lease_default_s, 1, 365 * 86400)},
     {"--tls-cert", "BSO_TLS_CERT", NULL, "PEM",
-     "serve HTTPS with this certificate (chain) file; needs --tls-key", set_tls_cert},
+     "serve HTTPS with this certificate (chain) file; needs --tls-key", STRING(tls_cert)},
     {"--tls-key", "BSO_TLS_KEY", NULL, "PEM", "the certificate's private key file (unencrypted)",
-     set_tls_key},
+     STRING(tls_key)},
     {"--insecure-no-auth", "BSO_INSECURE_NO_AUTH", NULL, NULL,
      "serve without API tokens, every client an admin, even on a public address (Zeus's "
      "clients cannot send tokens); off by default",
-     set_insecure},
+     SWITCH(insecure_no_auth)},
 };
 #define N_OPTIONS (sizeof options / sizeof *options)
 
@@ -286,7 +232,23 @@ static int apply(struct bso_config *cfg, const struct option *opt, const char *v
                  const char *source, char *err, size_t errcap)
 {
     char why[128];
-    if (opt->set(cfg, value, why, sizeof why) == 0)
+    void *field = (char *)cfg + opt->offset;
+    int rc;
+    switch (opt->kind) {
+    case K_STRING:
+        rc = set_string(field, opt->size, value, why, sizeof why);
+        break;
+    case K_INT:
+        rc = set_int(field, value, opt->min, opt->max, why, sizeof why);
+        break;
+    case K_BOOL:
+        rc = set_bool(field, value, why, sizeof why);
+        break;
+    default:
+        rc = opt->set(cfg, value, why, sizeof why);
+        break;
+    }
+    if (rc == 0)
         return 0;
     snprintf(err, errcap, "%s: invalid value '%s' for %s: %s", source, value, opt->flag, why);
     return BSO_EINVAL;
