@@ -113,6 +113,8 @@ void bso_answer_error(const char *body, char *msg, size_t cap)
     else if (json_is_array(d) && json_array_size(d) > 0)
         validation_errors(d, msg, cap);
     else
+        msg[0] = '\0';
+    if (!msg[0]) /* nothing usable, or an empty text: the body itself says more */
         snprintf(msg, cap, "%s", body && *body ? body : "no explanation");
     json_decref(root);
 }
