@@ -43,6 +43,10 @@ class ReportAnswer(ctypes.Structure):
                 ("message", ctypes.c_char * 512)]
 
 
+class AccumPlan(ctypes.Structure):
+    _fields_ = [("micro_batch", ctypes.c_int64), ("steps", ctypes.c_int64)]
+
+
 class GpuInfo(ctypes.Structure):
     _fields_ = [("index", ctypes.c_int), ("name", ctypes.c_char * 96),
                 ("uuid", ctypes.c_char * 96), ("max_power_limit_w", ctypes.c_double),
@@ -84,6 +88,9 @@ for name, res, args in [
     ("bso_client_end_trial", ctypes.c_int, [_p, _s, _i64, _i64]),
     ("bso_client_delete", ctypes.c_int, [_p, _s]),
     ("bso_client_get", ctypes.c_int, [_p, _s]),
+    ("bso_client_post", ctypes.c_int, [_p, _s]),
+    ("bso_accum_plan", ctypes.c_int, [_i64, _i64, _i64, ctypes.POINTER(AccumPlan),
+                                      ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
     ("bso_client_body", _s, [_p]),
     ("bso_energy_source_name", _s, [ctypes.c_int]),
     ("bso_monitor_options_init", None, [ctypes.POINTER(MonitorOptions)]),

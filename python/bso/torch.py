@@ -35,3 +35,7 @@ def share_answer(answer):
     box = [answer]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+# Micro-batching and accumulation (bso/microbatch.py), here for `bso.torch.<name>`.
+from .microbatch import AdaptiveMicroBatcher, accumulate_step, scale_lr  # noqa: E402,F401

@@ -1,0 +1,132 @@
+"""Training steps over micro-batches, for PyTorch (imported through bso.torch).
+
+* accumulate_step: one optimizer step over an effective batch, in micro-batches, with the same
+  gradients as one big batch (each micro-batch's mean loss weighted by its share; the last
+  micro-batch may be smaller).
+* AdaptiveMicroBatcher: the same, shrinking the micro-batch on out-of-memory (the step is
+  retried from scratch: no sample is lost, no gradient counted twice) and growing it again
+  after a stretch of steps with memory to spare. The effective batch size, and so the
+  optimisation the server measures, never changes.
+* scale_lr: the linear and square-root rules for a learning rate tuned at another batch size.
+"""
+import math
+from typing import Callable, Optional, Sequence, Tuple, Type
+
+import torch
+
+
+def scale_lr(lr: float, batch_size: int, reference_batch_size: int,
+             rule: str = "linear") -> float:
+    """The learning rate for batch_size given one tuned at reference_batch_size: "linear"
+    (Goyal et al.) or "sqrt" (Krizhevsky; often better for adaptive optimizers)."""
+    if batch_size <= 0 or reference_batch_size <= 0:
+        raise ValueError("batch sizes must be positive")
+    ratio = batch_size / reference_batch_size
+    if rule == "linear":
+        return lr * ratio
+    if rule == "sqrt":
+        return lr * math.sqrt(ratio)
+    raise ValueError("rule must be 'linear' or 'sqrt', not %r" % (rule,))
+
+
+def _split(batch: Sequence[torch.Tensor], start: int, stop: int) -> Tuple[torch.Tensor, ...]:
+    return tuple(t[start:stop] for t in batch)
+
+
+def accumulate_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                    loss_fn: Callable[..., torch.Tensor], batch: Sequence[torch.Tensor],
+                    micro_batch: int, step: bool = True) -> float:
+    """One optimizer step over `batch` (tensors whose first dimension is the effective batch:
+    inputs first, then what loss_fn takes besides the output, e.g. targets), computed in
+    micro-batches of at most micro_batch samples. loss_fn(output, *rest) must return the mean
+    over its samples. Returns the batch's mean loss. Gradients are zeroed first."""
+    if micro_batch <= 0:
+        raise ValueError("micro_batch must be positive")
+    n = batch[0].shape[0]
+    optimizer.zero_grad(set_to_none=True)
+    total = 0.0
+    for start in range(0, n, micro_batch):
+        part = _split(batch, start, min(start + micro_batch, n))
+        share = part[0].shape[0] / n
+        loss = loss_fn(model(part[0]), *part[1:]) * share
+        loss.backward()
+        total += float(loss.detach())
+    if step:
+        optimizer.step()
+    return total
+
+
+def _default_oom_errors() -> Tuple[Type[BaseException], ...]:
+    errors = [getattr(torch.cuda, "OutOfMemoryError", None), getattr(torch, "OutOfMemoryError",
+                                                                      None)]
+    return tuple(e for e in errors if e is not None) or (RuntimeError,)
+
+
+def _cuda_headroom(fraction: float) -> bool:
+    if not torch.cuda.is_available():
+        return True
+    dev = torch.cuda.current_device()
+    total = torch.cuda.get_device_properties(dev).total_memory
+    return torch.cuda.max_memory_allocated(dev) < fraction * total
+
+
+class AdaptiveMicroBatcher:
+    """Keeps the effective batch size fixed while the micro-batch follows the memory: halved
+    on out-of-memory (down to min_micro, then the error is raised), doubled back (up to
+    max_micro) after grow_after steps in a row without one, when headroom() says there is
+    memory to spare (default: on CUDA, the step's peak below 80% of the device; on CPU,
+    always). The model's buffers (e.g. batch-norm statistics) and the random state are
+    restored before a retry, so a step that hit out-of-memory leaves no trace."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 loss_fn: Callable[..., torch.Tensor], micro_batch: int, *,
+                 max_micro: Optional[int] = None, min_micro: int = 1, grow_after: int = 50,
+                 oom_errors: Optional[Tuple[Type[BaseException], ...]] = None,
+                 headroom: Optional[Callable[[], bool]] = None):
+        if micro_batch < min_micro or min_micro < 1:
+            raise ValueError("need 1 <= min_micro <= micro_batch")
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+        self.micro_batch = micro_batch
+        self.max_micro = max_micro or micro_batch
+        self.min_micro = min_micro
+        self.grow_after = grow_after
+        self.oom_errors = oom_errors or _default_oom_errors()
+        self.headroom = headroom or (lambda: _cuda_headroom(0.8))
+        self.ooms = 0
+        self.grown = 0
+        self._calm = 0
+
+    def step(self, batch: Sequence[torch.Tensor]) -> float:
+        """One optimizer step over the effective batch; the batch's mean loss."""
+        buffers = [b.detach().clone() for b in self.model.buffers()]
+        rng = torch.get_rng_state()
+        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+        while True:
+            try:
+                loss = accumulate_step(self.model, self.optimizer, self.loss_fn, batch,
+                                       self.micro_batch, step=False)
+                break
+            except self.oom_errors:
+                self.optimizer.zero_grad(set_to_none=True)  # the failed attempt's part
+                with torch.no_grad():
+                    for b, saved in zip(self.model.buffers(), buffers):
+                        b.copy_(saved)
+                torch.set_rng_state(rng)
+                if cuda_rng is not None:
+                    torch.cuda.set_rng_state_all(cuda_rng)
+                    torch.cuda.empty_cache()
+                if self.micro_batch <= self.min_micro:
+                    raise
+                self.micro_batch = max(self.min_micro, self.micro_batch // 2)
+                self.ooms += 1
+                self._calm = 0
+        self.optimizer.step()
+        self._calm += 1
+        if (self._calm >= self.grow_after and self.micro_batch < self.max_micro
+                and self.headroom()):
+            self.micro_batch = min(self.max_micro, self.micro_batch * 2)
+            self.grown += 1
+            self._calm = 0
+        return loss
