@@ -278,6 +278,12 @@ static int cmd_show(struct ctx *c)
         printf("\nbest batch size so far: %" PRId64 " (pruning: the cheapest result)\n",
                (int64_t)json_integer_value(json_object_get(job, "min_cost_batch_size")));
     }
+    json_t *unfit = json_object_get(job, "unfit_batch_sizes");
+    if (json_array_size(unfit) > 0) {
+        printf("unfit (the device's profile says they do not fit; never dispatched):");
+        json_array_foreach(unfit, i, a) printf(" %" PRId64, (int64_t)json_integer_value(a));
+        printf("\n");
+    }
     json_t *infeasible = json_object_get(job, "infeasible_batch_sizes");
     if (json_array_size(infeasible) > 0) {
         printf("infeasible (runs kept ending without a report; `bso reset` to retry):");

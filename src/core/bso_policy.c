@@ -76,13 +76,19 @@ double bso_bs_expected_cost(const struct bso_bs_stat *s)
     return s->successes > 0 ? expected_cost(s) : NAN;
 }
 
+/* Whether size i may run at all: it fits the device and does not keep crashing. */
+static bool usable(const struct bso_job *job, size_t i)
+{
+    return job->stats[i].status != BSO_BS_INFEASIBLE && !bso_spec_unfit(&job->spec, i);
+}
+
 /* The index of the size with the lowest expected cost among those that reached the target,
  * or -1. */
 static int best_good(const struct bso_job *job)
 {
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
-        if (job->stats[i].successes > 0 && job->stats[i].status != BSO_BS_INFEASIBLE &&
+        if (job->stats[i].successes > 0 && usable(job, i) &&
             (best < 0 || expected_cost(&job->stats[i]) < expected_cost(&job->stats[best])))
             best = (int)i;
     return best;
@@ -215,9 +221,11 @@ static double epoch_cost_estimate(const struct bso_job *job, size_t i)
 }
 
 /* Sizes the search may still try: never tried, or passed over after one epoch (a few times). */
-static bool open_size(const struct bso_bs_stat *s)
+static bool open_size(const struct bso_job *job, size_t i)
 {
-    return s->status == BSO_BS_UNTRIED || (s->status == BSO_BS_PASSED && s->runs < MAX_PROBES);
+    const struct bso_bs_stat *s = &job->stats[i];
+    return usable(job, i) &&
+           (s->status == BSO_BS_UNTRIED || (s->status == BSO_BS_PASSED && s->runs < MAX_PROBES));
 }
 
 /* The open size whose log2 is closest to `target` among indices in [from, to]; -1 if none. */
@@ -225,7 +233,7 @@ static int closest_open(const struct bso_job *job, int from, int to, double targ
 {
     int best = -1;
     for (int k = from; k <= to; k++) {
-        if (!open_size(&job->stats[k]))
+        if (!open_size(job, (size_t)k))
             continue;
         double d = fabs(log2((double)job->spec.batch_sizes[k]) - target);
         if (best < 0 || d < fabs(log2((double)job->spec.batch_sizes[best]) - target))
@@ -245,7 +253,7 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
     double pick_gain = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
         int edge = g + dir; /* the nearest tried size on this side, or past the end */
-        while (edge >= 0 && edge < n && open_size(&job->stats[edge]))
+        while (edge >= 0 && edge < n && open_size(job, (size_t)edge))
             edge += dir;
         const int from = dir < 0 ? edge + 1 : g + 1, to = dir < 0 ? g - 1 : edge - 1;
         if (from > to)
@@ -258,7 +266,7 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
              * already passed (the search moved this way), else one. */
             int passed = 0;
             for (int k = g - dir; k >= 0 && k < n; k -= dir)
-                passed |= !open_size(&job->stats[k]);
+                passed |= !open_size(job, (size_t)k);
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
         int c = closest_open(job, from, to, target);
@@ -356,7 +364,7 @@ static int thompson(struct bso_job *job)
     int best = -1;
     double best_draw = 0;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        if (job->stats[i].successes == 0 || job->stats[i].status == BSO_BS_INFEASIBLE)
+        if (job->stats[i].successes == 0 || !usable(job, i))
             continue;
         const double draw =
             exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per_epoch(&job->stats[i]);
@@ -377,17 +385,17 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     if (g < 0) {
         /* Nothing reached the target yet: the default first, then smaller sizes (they need
          * fewer epochs), then larger ones. */
-        if (job->stats[d].status == BSO_BS_UNTRIED) {
+        if (job->stats[d].status == BSO_BS_UNTRIED && usable(job, (size_t)d)) {
             *batch_size = sp->batch_sizes[d];
             return 0;
         }
         for (int k = d - 1; k >= 0; k--)
-            if (job->stats[k].status == BSO_BS_UNTRIED) {
+            if (job->stats[k].status == BSO_BS_UNTRIED && usable(job, (size_t)k)) {
                 *batch_size = sp->batch_sizes[k];
                 return 0;
             }
         for (int k = d + 1; k < n; k++)
-            if (job->stats[k].status == BSO_BS_UNTRIED) {
+            if (job->stats[k].status == BSO_BS_UNTRIED && usable(job, (size_t)k)) {
                 *batch_size = sp->batch_sizes[k];
                 return 0;
             }

@@ -59,7 +59,9 @@ static enum walk visit(const struct bso_job_spec *spec, const struct bso_trial *
                        struct round *rd, bool *stop, struct bso_explore_result *out)
 {
     const struct bso_trial *t = bso_exploration_in_round(trials, n_trials, bs, r);
-    if (!t && bso_crash_streak(trials, n_trials, bs) >= BSO_CRASHES_INFEASIBLE) {
+    const int i = bso_job_spec_index(spec, bs);
+    if (!t && ((i >= 0 && bso_spec_unfit(spec, (size_t)i)) ||
+               bso_crash_streak(trials, n_trials, bs) >= BSO_CRASHES_INFEASIBLE)) {
         *stop = true; /* it cannot run here: as if it had not converged */
         return WALK_ON;
     }

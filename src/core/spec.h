@@ -62,7 +62,23 @@ struct bso_job_spec {
     /* The tenant whose token registered the job; "" when registered without authentication.
      * Set by the server, never read from a client's spec, and not part of spec equality. */
     char tenant[BSO_TENANT_MAX + 1];
+    /* Batch sizes (by index) a probe found not to fit the device (POST /jobs/ID/profile): never
+     * dispatched. Set by the server, not part of spec equality. */
+    uint64_t unfit[BSO_MAX_BATCH_SIZES / 64];
 };
+
+/* Whether batch size index i is marked unfit; and marking it. */
+static inline bool bso_spec_unfit(const struct bso_job_spec *s, size_t i)
+{
+    return (s->unfit[i / 64] >> (i % 64)) & 1u;
+}
+static inline void bso_spec_set_unfit(struct bso_job_spec *s, size_t i, bool unfit)
+{
+    if (unfit)
+        s->unfit[i / 64] |= UINT64_C(1) << (i % 64);
+    else
+        s->unfit[i / 64] &= ~(UINT64_C(1) << (i % 64));
+}
 
 /* Whether name is a valid tenant name: 1 to BSO_TENANT_MAX of A-Z a-z 0-9 . _ - */
 bool bso_tenant_name_valid(const char *name);

@@ -606,3 +606,76 @@ int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
     json_decref(root);
     return ds->n == 0 ? 0 : BSO_EINVAL;
 }
+
+/* One optional non-negative measurement; NAN (or -1 for integers) when absent or null. */
+static void measurement(struct field_ctx *c, json_t *obj, const char *name, double *out)
+{
+    json_t *v = field(c, obj, name, false);
+    *out = NAN;
+    if (!v || json_is_null(v) || !to_float(c, v, out))
+        return;
+    if (!isfinite(*out) || *out < 0) {
+        bso_details_add(c->ds, "body", name, -1, "value_error.number.not_ge",
+                        "ensure this value is a finite number >= 0");
+        *out = NAN;
+    }
+}
+
+int bso_decode_profile(const char *body, size_t len, struct bso_profile_entry *e, size_t *n,
+                       struct bso_details *ds)
+{
+    memset(ds, 0, sizeof *ds);
+    *n = 0;
+    json_t *root = parse_object(body, len, ds);
+    if (!root)
+        return BSO_EINVAL;
+    struct field_ctx c = {.ds = ds};
+    const char *device = "";
+    json_t *d = field(&c, root, "device", false);
+    if (d && !json_is_null(d)) {
+        if (!json_is_string(d) || strlen(json_string_value(d)) >= sizeof e[0].device)
+            bso_details_add(ds, "body", "device", -1, "type_error.str",
+                            "device must be a string of at most 63 characters");
+        else
+            device = json_string_value(d);
+    }
+    json_t *list = field(&c, root, "batch_sizes", true);
+    if (list && (!json_is_array(list) || json_array_size(list) == 0 ||
+                 json_array_size(list) > BSO_MAX_BATCH_SIZES)) {
+        bso_details_add(ds, "body", "batch_sizes", -1, "type_error.list",
+                        "batch_sizes must be a list of 1 to 256 entries");
+        list = NULL;
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        struct bso_profile_entry *x = &e[i];
+        memset(x, 0, sizeof *x);
+        if (!json_is_object(item)) {
+            bso_details_add(ds, "body", "batch_sizes", (int64_t)i, "type_error.dict",
+                            "value is not a valid dict");
+            continue;
+        }
+        json_t *v;
+        if ((v = field(&c, item, "batch_size", true)) && to_int(&c, v, &x->batch_size) &&
+            x->batch_size <= 0)
+            bso_details_add(ds, "body", "batch_size", (int64_t)i, "value_error.number.not_gt",
+                            "ensure this value is greater than 0");
+        if ((v = field(&c, item, "feasible", true)))
+            to_bool(&c, v, &x->feasible);
+        measurement(&c, item, "samples_per_s", &x->samples_per_s);
+        measurement(&c, item, "joules_per_sample", &x->joules_per_sample);
+        double peak;
+        measurement(&c, item, "peak_memory_bytes", &peak);
+        x->peak_memory_bytes = isnan(peak) || peak > 9e18 ? -1 : (int64_t)peak;
+        json_t *dev = field(&c, item, "device", false);
+        const char *name = json_is_string(dev) && strlen(json_string_value(dev)) < sizeof x->device
+                               ? json_string_value(dev)
+                               : device;
+        snprintf(x->device, sizeof x->device, "%s", name);
+    }
+    *n = list ? json_array_size(list) : 0;
+    json_decref(root);
+    return ds->n > 0 ? BSO_EINVAL : 0;
+}

@@ -12,6 +12,7 @@
 
 #include "core/report.h"
 #include "core/spec.h"
+#include "store/store.h"
 #include "server/jbuf.h"
 
 /* One entry of a 422 detail list: loc is [where, field] or [where, field, index] or
@@ -61,5 +62,12 @@ int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
                       struct bso_details *ds);
 int bso_decode_trial_id(const char *body, size_t len, struct bso_report_req *req,
                         struct bso_details *ds);
+
+/* POST /jobs/ID/profile: {"device": str?, "batch_sizes": [{"batch_size", "feasible",
+ * "samples_per_s"?, "joules_per_sample"?, "peak_memory_bytes"?, "device"?}, ...]}. At most
+ * BSO_MAX_BATCH_SIZES entries, into e (that many); *n gets the count. Measurements must be
+ * finite and non-negative. 0, or BSO_EINVAL with *ds. */
+int bso_decode_profile(const char *body, size_t len, struct bso_profile_entry *e, size_t *n,
+                       struct bso_details *ds);
 
 #endif

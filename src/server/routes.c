@@ -424,7 +424,56 @@ static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
     jb_end(b);
 }
 
-static void encode_job(struct jbuf *b, const struct bso_job *job, const int64_t counts[3])
+/* The sizes a profile found not to fit, as a JSON list. */
+static void encode_unfit(struct jbuf *b, const struct bso_job_spec *sp)
+{
+    jb_arr(b);
+    for (size_t i = 0; i < sp->n_batch_sizes; i++)
+        if (bso_spec_unfit(sp, i))
+            jb_int(b, sp->batch_sizes[i]);
+    jb_end(b);
+}
+
+static int profile_row(void *ctx, const struct bso_profile_entry *e)
+{
+    struct jbuf *b = ctx;
+    jb_obj(b);
+    jb_key(b, "batch_size");
+    jb_int(b, e->batch_size);
+    jb_key(b, "feasible");
+    jb_bool(b, e->feasible);
+    jb_key(b, "samples_per_s");
+    jb_maybe(b, e->samples_per_s);
+    jb_key(b, "joules_per_sample");
+    jb_maybe(b, e->joules_per_sample);
+    jb_key(b, "peak_memory_bytes");
+    if (e->peak_memory_bytes >= 0)
+        jb_int(b, e->peak_memory_bytes);
+    else
+        jb_null(b);
+    jb_key(b, "device");
+    jb_str(b, e->device);
+    jb_key(b, "measured_at");
+    jb_str(b, e->measured_at);
+    jb_end(b);
+    return 0;
+}
+
+/* "profile": [...] and "unfit_batch_sizes": [...], inside an open object (a read
+ * transaction is open on s). */
+static int encode_profile(struct jbuf *b, struct bso_session *s, const struct bso_job_spec *sp)
+{
+    jb_key(b, "unfit_batch_sizes");
+    encode_unfit(b, sp);
+    jb_key(b, "profile");
+    jb_arr(b);
+    const int rc = bso_session_list_profile(s, sp->job_id, profile_row, b);
+    jb_end(b);
+    return rc;
+}
+
+static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_job *job,
+                      const int64_t counts[3])
 {
     jb_obj(b);
     jb_key(b, "job_id");
@@ -489,7 +538,9 @@ static void encode_job(struct jbuf *b, const struct bso_job *job, const int64_t 
     jb_end(b);
     if (job->spec.policy == BSO_POLICY_BSO)
         encode_bs_stats(b, job);
+    const int rc = encode_profile(b, s, &job->spec);
     jb_end(b);
+    return rc;
 }
 
 static void h_get_job(struct bso_request *req, struct bso_response *res)
@@ -505,7 +556,7 @@ static void h_get_job(struct bso_request *req, struct bso_response *res)
     if (rc == 0) {
         rc = bso_session_count_trials(s, req->segment, counts);
         if (rc == 0)
-            encode_job(&res->body, &job, counts);
+            rc = encode_job(&res->body, s, &job, counts);
         bso_job_clear(&job);
     }
     bso_session_rollback(s);
@@ -649,6 +700,50 @@ static void h_reset_job(struct bso_request *req, struct bso_response *res)
     h_get_job(req, res);
 }
 
+/* POST /jobs/ID/profile: a probe's measurements; answers the stored profile and the sizes
+ * that do not fit. */
+static void h_profile(struct bso_request *req, struct bso_response *res)
+{
+    if (!json_body_allowed(req, res))
+        return;
+    struct bso_profile_entry *e = calloc(BSO_MAX_BATCH_SIZES, sizeof *e);
+    struct bso_details ds;
+    size_t n = 0;
+    if (!e) {
+        message(res, 503, "The server is out of memory.");
+        return;
+    }
+    if (bso_decode_profile(req->body, req->body_len, e, &n, &ds) < 0) {
+        details(res, &ds);
+        free(e);
+        return;
+    }
+    struct bso_session *s = session(req, res);
+    if (!s) {
+        free(e);
+        return;
+    }
+    char msg[BSO_SVC_MSG_MAX];
+    struct bso_job_spec spec;
+    int rc = bso_svc_profile(s, req->segment, e, n, &spec, msg);
+    free(e);
+    if (rc < 0) {
+        bso_session_release(s);
+        message(res, status_of(rc, 404), msg);
+        return;
+    }
+    jb_obj(&res->body);
+    jb_key(&res->body, "job_id");
+    jb_str(&res->body, spec.job_id);
+    if ((rc = bso_session_begin_read(s)) == 0)
+        rc = encode_profile(&res->body, s, &spec);
+    bso_session_rollback(s);
+    jb_end(&res->body);
+    if (rc < 0)
+        unavailable(res, "profile", bso_session_errmsg(s));
+    bso_session_release(s);
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 struct route {
@@ -669,6 +764,7 @@ static const struct route routes[] = {
      */
     {"GET", "/jobs/{}/trials", h_list_trials, false},
     {"POST", "/jobs/{}/reset", h_reset_job, false},
+    {"POST", "/jobs/{}/profile", h_profile, false},
     {"GET", "/jobs/{}", h_get_job, false},
     {"GET", "/healthz", h_healthz, true},
     {"GET", "/readyz", h_readyz, true},

@@ -330,3 +330,45 @@ int bso_svc_reset(struct bso_session *s, const char *job_id, char *msg)
         rc = db_error(s, rc, "reset", msg);
     return finish(s, rc, "reset", msg);
 }
+
+struct unfit_ctx {
+    struct bso_job_spec *spec;
+};
+
+static int mark_unfit(void *ctx, const struct bso_profile_entry *e)
+{
+    struct unfit_ctx *c = ctx;
+    const int i = bso_job_spec_index(c->spec, e->batch_size);
+    if (i >= 0)
+        bso_spec_set_unfit(c->spec, (size_t)i, !e->feasible);
+    return 0;
+}
+
+int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_profile_entry *e,
+                    size_t n, struct bso_job_spec *spec_out, char *msg)
+{
+    int rc = bso_session_begin_write(s, job_id);
+    if (rc < 0)
+        return db_error(s, rc, "profile", msg);
+    struct bso_job job;
+    rc = bso_session_load_job(s, job_id, 0, &job);
+    if (rc == BSO_ENOTFOUND)
+        return finish(s, say(msg, rc, "Unknown job(%s).", job_id), "profile", msg);
+    if (rc < 0)
+        return finish(s, db_error(s, rc, "profile", msg), "profile", msg);
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (bso_job_spec_index(&job.spec, e[i].batch_size) < 0)
+            rc = say(msg, BSO_EINVAL, "Batch size %lld is not one of job %s's batch sizes.",
+                     (long long)e[i].batch_size, job_id);
+    if (rc == 0 && (rc = bso_session_save_profile(s, job_id, e, n)) < 0)
+        rc = db_error(s, rc, "profile", msg);
+    struct unfit_ctx c = {&job.spec};
+    if (rc == 0 && (rc = bso_session_list_profile(s, job_id, mark_unfit, &c)) < 0)
+        rc = db_error(s, rc, "profile", msg);
+    if (rc == 0 && (rc = bso_session_save_unfit(s, &job)) < 0)
+        rc = db_error(s, rc, "profile", msg);
+    if (rc == 0)
+        *spec_out = job.spec;
+    bso_job_clear(&job);
+    return finish(s, rc, "profile", msg);
+}

@@ -52,6 +52,13 @@ int bso_svc_end_trial(struct bso_session *s, const struct bso_trial_key *key, ch
 /* Forgets what a job learned (bso_session_reset_job): it explores again from its spec. */
 int bso_svc_reset(struct bso_session *s, const char *job_id, char *msg);
 
+/* Stores a probe's measurements of the job's batch sizes (every size must be the job's, else
+ * BSO_EINVAL) and marks the sizes that do not fit, which are then never dispatched; sizes a
+ * later profile finds feasible are dispatched again. spec_out gets the job's spec with its
+ * unfit sizes. */
+int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_profile_entry *e,
+                    size_t n, struct bso_job_spec *spec_out, char *msg);
+
 /* Deletes a job with its trials and arms. */
 int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg);
 

@@ -2,6 +2,7 @@
 #include "store/columns.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,8 @@ int bso_column_read_job(const struct bso_row *r, struct bso_job *job)
     if (sp->policy < 0)
         bad = BSO_EPARSE;
     snprintf(sp->tenant, sizeof sp->tenant, "%s", r->text(r->ctx, 24));
+    if (!r->null(r->ctx, 25) && bso_column_parse_unfit(r->text(r->ctx, 25), sp) < 0)
+        bad = BSO_EPARSE;
     return bad < 0 ? BSO_EPARSE : 0;
 }
 
@@ -183,6 +186,33 @@ void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *ou
     out->min_cost_batch_size = r->i64(r->ctx, 5);
     snprintf(out->created_at, sizeof out->created_at, "%s", r->text(r->ctx, 6));
     snprintf(out->tenant, sizeof out->tenant, "%s", r->text(r->ctx, 7));
+}
+
+int bso_column_parse_unfit(const char *text, struct bso_job_spec *spec)
+{
+    struct bso_job_spec sizes;
+    memset(sizes.unfit, 0, sizeof sizes.unfit);
+    if (bso_column_parse_sizes(text, &sizes) < 0)
+        return BSO_EPARSE;
+    memset(spec->unfit, 0, sizeof spec->unfit);
+    for (size_t k = 0; k < sizes.n_batch_sizes; k++) {
+        const int i = bso_job_spec_index(spec, sizes.batch_sizes[k]);
+        if (i >= 0)
+            bso_spec_set_unfit(spec, (size_t)i, true);
+    }
+    return 0;
+}
+
+void bso_column_read_profile(const struct bso_row *r, struct bso_profile_entry *out)
+{
+    memset(out, 0, sizeof *out);
+    out->batch_size = r->i64(r->ctx, 0);
+    out->feasible = r->i64(r->ctx, 1) != 0;
+    out->samples_per_s = r->null(r->ctx, 2) ? NAN : r->f64(r->ctx, 2);
+    out->joules_per_sample = r->null(r->ctx, 3) ? NAN : r->f64(r->ctx, 3);
+    out->peak_memory_bytes = r->null(r->ctx, 4) ? -1 : r->i64(r->ctx, 4);
+    snprintf(out->device, sizeof out->device, "%s", r->text(r->ctx, 5));
+    snprintf(out->measured_at, sizeof out->measured_at, "%s", r->text(r->ctx, 6));
 }
 
 void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out)

@@ -41,7 +41,7 @@ struct bso_row {
 /* job_id, job_id_prefix, batch_sizes, default_batch_size, eta_knob, beta_knob, target_metric,
  * higher_is_better_metric, max_epochs, num_pruning_rounds, window_size, mab_prior_mean,
  * mab_prior_precision, mab_num_explorations, mab_seed, max_power, number_of_gpus, gpu_model,
- * stage, min_cost, min_cost_batch_size, rng_state, last_trial_number, policy, tenant: into a
+ * stage, min_cost, min_cost_batch_size, rng_state, last_trial_number, policy, tenant, unfit: into a
  * reset job
  * (bso_job_reset first). 0, or BSO_EPARSE for a corrupt row. */
 int bso_column_read_job(const struct bso_row *r, struct bso_job *job);
@@ -56,6 +56,12 @@ int bso_column_read_arm(const struct bso_row *r, struct bso_arm *a);
 /* job_id, gpu_model, stage, last_trial_number, min_cost, min_cost_batch_size, created_at,
  * tenant. */
 void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *out);
+/* The unfit sizes "[64, 128]" into spec->unfit (sizes the spec lacks are ignored). 0 or
+ * BSO_EPARSE. */
+int bso_column_parse_unfit(const char *text, struct bso_job_spec *spec);
+/* batch_size, feasible, samples_per_s, joules_per_sample, peak_memory_bytes, device,
+ * measured_at. */
+void bso_column_read_profile(const struct bso_row *r, struct bso_profile_entry *out);
 /* job_id, trial_number, batch_size, start_timestamp. */
 void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out);
 /* id, tenant, admin, hint, created_at, revoked_at. */

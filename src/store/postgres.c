@@ -118,6 +118,20 @@ static const char *const migrations[] = {
      * waiting for one, for the lease sweeper */
     "ALTER TABLE bs_stat ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;\n"
     "CREATE INDEX trial_dispatched ON trial (start_timestamp) WHERE status = 'Dispatched';\n",
+    /* 6: what a probe measured per batch size (POST /jobs/ID/profile), and the sizes it
+     * found not to fit */
+    "ALTER TABLE job ADD COLUMN unfit TEXT;     -- [64, 128], or NULL\n"
+    "CREATE TABLE profile (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  batch_size INTEGER NOT NULL,\n"
+    "  feasible INTEGER NOT NULL,\n"
+    "  samples_per_s DOUBLE PRECISION,\n"
+    "  joules_per_sample DOUBLE PRECISION,\n"
+    "  peak_memory_bytes BIGINT,\n"
+    "  device TEXT NOT NULL,\n"
+    "  measured_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY (job_id, batch_size)\n"
+    ");\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -151,6 +165,9 @@ enum stmt_id {
     ST_COUNT_TRIALS,
     ST_LOAD_STATS,
     ST_SAVE_STAT,
+    ST_SAVE_PROFILE,
+    ST_LIST_PROFILE,
+    ST_SAVE_UNFIT,
     ST_WAITING_TRIALS,
     ST_LONGEST_RUN,
     ST_TOKEN_INSERT,
@@ -169,7 +186,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy, tenant FROM job WHERE job_id = $1",
+        " last_trial_number, policy, tenant, unfit FROM job WHERE job_id = $1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = $1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -231,6 +248,17 @@ static const char *const stmt_sql[ST_COUNT] = {
         " first_epoch_cost = EXCLUDED.first_epoch_cost,"
         " warm_first_sum = EXCLUDED.warm_first_sum, warm_steady_sum = EXCLUDED.warm_steady_sum,"
         " crashes = EXCLUDED.crashes",
+    [ST_SAVE_PROFILE] =
+        "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
+        " peak_memory_bytes, device, measured_at) VALUES ($1, $2, $3, $4, $5, $6, $7, " NOW_TEXT
+        ") ON CONFLICT (job_id, batch_size) DO UPDATE SET feasible = EXCLUDED.feasible,"
+        " samples_per_s = EXCLUDED.samples_per_s, joules_per_sample = EXCLUDED.joules_per_sample,"
+        " peak_memory_bytes = EXCLUDED.peak_memory_bytes, device = EXCLUDED.device,"
+        " measured_at = EXCLUDED.measured_at",
+    [ST_LIST_PROFILE] = "SELECT batch_size, feasible, samples_per_s, joules_per_sample,"
+                        " peak_memory_bytes, device, measured_at FROM profile WHERE job_id = $1"
+                        " ORDER BY batch_size",
+    [ST_SAVE_UNFIT] = "UPDATE job SET unfit = $2 WHERE job_id = $1",
     [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
                           " WHERE status = 'Dispatched' AND start_timestamp < $1"
                           " ORDER BY start_timestamp LIMIT $2",
@@ -1051,6 +1079,55 @@ static int be_ping(struct bso_session *base)
     return rc;
 }
 
+static int be_save_profile(struct bso_session *base, const char *job_id,
+                           const struct bso_profile_entry *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct params p = {.n = 0};
+        p_text(&p, job_id);
+        p_int(&p, e[i].batch_size);
+        p_int(&p, e[i].feasible);
+        p_opt_double(&p, !isnan(e[i].samples_per_s), e[i].samples_per_s);
+        p_opt_double(&p, !isnan(e[i].joules_per_sample), e[i].joules_per_sample);
+        if (e[i].peak_memory_bytes >= 0)
+            p_int(&p, e[i].peak_memory_bytes);
+        else
+            p_null(&p);
+        p_text(&p, e[i].device);
+        const int rc = run_done(ps(base), ST_SAVE_PROFILE, &p, "save profile");
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int be_list_profile(struct bso_session *base, const char *job_id,
+                           int (*fn)(void *ctx, const struct bso_profile_entry *e), void *ctx)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(ps(base), ST_LIST_PROFILE, &p, "list profile");
+    if (!r)
+        return BSO_EIO;
+    int cb = 0;
+    for (int i = 0; i < PQntuples(r) && cb == 0; i++) {
+        const struct bso_row row = ROW(r, i);
+        struct bso_profile_entry e;
+        bso_column_read_profile(&row, &e);
+        cb = fn(ctx, &e);
+    }
+    PQclear(r);
+    return cb;
+}
+
+static int be_save_unfit(struct bso_session *base, const char *job_id, const char *sizes)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_text(&p, sizes);
+    return run_done(ps(base), ST_SAVE_UNFIT, &p, "save unfit sizes");
+}
+
 static int be_waiting_trials(struct bso_session *base, const char *before, int64_t limit,
                              int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx)
 {
@@ -1198,6 +1275,9 @@ const struct bso_store_ops bso_postgres_ops = {
     .list_trials = be_list_trials,
     .count_trials = be_count_trials,
     .ping = be_ping,
+    .save_profile = be_save_profile,
+    .list_profile = be_list_profile,
+    .save_unfit = be_save_unfit,
     .waiting_trials = be_waiting_trials,
     .longest_run = be_longest_run,
     .token_insert = be_token_insert,

@@ -116,6 +116,20 @@ static const char *const migrations[] = {
      * waiting for one, for the lease sweeper */
     "ALTER TABLE bs_stat ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0;\n"
     "CREATE INDEX trial_dispatched ON trial (start_timestamp) WHERE status = 'Dispatched';\n",
+    /* 6: what a probe measured per batch size (POST /jobs/ID/profile), and the sizes it
+     * found not to fit */
+    "ALTER TABLE job ADD COLUMN unfit TEXT;     -- [64, 128], or NULL\n"
+    "CREATE TABLE profile (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  batch_size INTEGER NOT NULL,\n"
+    "  feasible INTEGER NOT NULL,\n"
+    "  samples_per_s REAL,\n"
+    "  joules_per_sample REAL,\n"
+    "  peak_memory_bytes BIGINT,\n"
+    "  device TEXT NOT NULL,\n"
+    "  measured_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY (job_id, batch_size)\n"
+    ");\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -141,6 +155,9 @@ enum stmt_id {
     ST_COUNT_TRIALS,
     ST_LOAD_STATS,
     ST_SAVE_STAT,
+    ST_SAVE_PROFILE,
+    ST_LIST_PROFILE,
+    ST_SAVE_UNFIT,
     ST_WAITING_TRIALS,
     ST_LONGEST_RUN,
     ST_TOKEN_INSERT,
@@ -164,7 +181,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy, tenant FROM job WHERE job_id = ?1",
+        " last_trial_number, policy, tenant, unfit FROM job WHERE job_id = ?1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = ?1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -218,6 +235,14 @@ static const char *const stmt_sql[ST_COUNT] = {
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    [ST_SAVE_PROFILE] =
+        "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
+        " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
+        " ?6, ?7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    [ST_LIST_PROFILE] = "SELECT batch_size, feasible, samples_per_s, joules_per_sample,"
+                        " peak_memory_bytes, device, measured_at FROM profile WHERE job_id = ?1"
+                        " ORDER BY batch_size",
+    [ST_SAVE_UNFIT] = "UPDATE job SET unfit = ?2 WHERE job_id = ?1",
     [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
                           " WHERE status = 'Dispatched' AND start_timestamp < ?1"
                           " ORDER BY start_timestamp LIMIT ?2",
@@ -1230,6 +1255,61 @@ static int be_ping(struct bso_session *s)
     return 0;
 }
 
+static int be_save_profile(struct bso_session *s, const char *job_id,
+                           const struct bso_profile_entry *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *st = stmt(s, ST_SAVE_PROFILE);
+        if (!st)
+            return BSO_EIO;
+        bind_text(st, 1, job_id);
+        sqlite3_bind_int64(st, 2, e[i].batch_size);
+        sqlite3_bind_int(st, 3, e[i].feasible);
+        if (!isnan(e[i].samples_per_s))
+            sqlite3_bind_double(st, 4, e[i].samples_per_s);
+        if (!isnan(e[i].joules_per_sample))
+            sqlite3_bind_double(st, 5, e[i].joules_per_sample);
+        if (e[i].peak_memory_bytes >= 0)
+            sqlite3_bind_int64(st, 6, e[i].peak_memory_bytes);
+        bind_text(st, 7, e[i].device);
+        const int rc = step_done(s, st, "save profile");
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int be_list_profile(struct bso_session *s, const char *job_id,
+                           int (*fn)(void *ctx, const struct bso_profile_entry *e), void *ctx)
+{
+    sqlite3_stmt *st = stmt(s, ST_LIST_PROFILE);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    int rc, cb = 0;
+    while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const struct bso_row r = row(st);
+        struct bso_profile_entry e;
+        bso_column_read_profile(&r, &e);
+        cb = fn(ctx, &e);
+    }
+    sqlite3_reset(st);
+    if (cb != 0)
+        return cb;
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "list profile");
+}
+
+static int be_save_unfit(struct bso_session *s, const char *job_id, const char *sizes)
+{
+    sqlite3_stmt *st = stmt(s, ST_SAVE_UNFIT);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    if (sizes)
+        bind_text(st, 2, sizes);
+    return step_done(s, st, "save unfit sizes");
+}
+
 static int be_waiting_trials(struct bso_session *s, const char *before, int64_t limit,
                              int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx)
 {
@@ -1369,6 +1449,9 @@ const struct bso_store_ops bso_sqlite_ops = {
     .list_trials = be_list_trials,
     .count_trials = be_count_trials,
     .ping = be_ping,
+    .save_profile = be_save_profile,
+    .list_profile = be_list_profile,
+    .save_unfit = be_save_unfit,
     .waiting_trials = be_waiting_trials,
     .longest_run = be_longest_run,
     .token_insert = be_token_insert,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bso/error.h"
+#include "core/pyfmt.h"
 
 struct bso_store {
     const struct bso_store_ops *ops;
@@ -545,6 +546,39 @@ bool bso_store_cache_stats(struct bso_store *store, struct bso_jobcache_stats *o
         return false;
     bso_jobcache_stats(store->cache, out);
     return true;
+}
+
+int bso_session_save_profile(struct bso_session *s, const char *job_id,
+                             const struct bso_profile_entry *e, size_t n)
+{
+    return s->ops->save_profile(s, job_id, e, n);
+}
+
+int bso_session_list_profile(struct bso_session *s, const char *job_id,
+                             int (*fn)(void *ctx, const struct bso_profile_entry *e), void *ctx)
+{
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->list_profile(s, job_id, fn, ctx);
+}
+
+int bso_session_save_unfit(struct bso_session *s, const struct bso_job *job)
+{
+    const struct bso_job_spec *sp = &job->spec;
+    int64_t sizes[BSO_MAX_BATCH_SIZES];
+    size_t n = 0;
+    for (size_t i = 0; i < sp->n_batch_sizes; i++)
+        if (bso_spec_unfit(sp, i))
+            sizes[n++] = sp->batch_sizes[i];
+    char text[BSO_MAX_BATCH_SIZES * 22 + 3];
+    if (n > 0 && bso_pyintlist_repr(sizes, n, text, sizeof text) < 0)
+        return bso_session_fail(s, BSO_ERANGE, "unfit sizes too long");
+    const int rc = s->ops->save_unfit(s, sp->job_id, n > 0 ? text : NULL);
+    struct bso_jobcache_change *chg = rc == 0 && s->store->cache ? pending_slot(s) : NULL;
+    if (chg) { /* the cache forgets the job; the next request reads it with its new sizes */
+        snprintf(chg->job_id, sizeof chg->job_id, "%s", sp->job_id);
+        chg->drop = true;
+    }
+    return rc;
 }
 
 int bso_session_waiting_trials(struct bso_session *s, const char *before, int64_t limit,

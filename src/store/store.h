@@ -149,6 +149,26 @@ int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t 
 /* Whether the database answers (for readiness probes). */
 int bso_session_ping(struct bso_session *s);
 
+/* What a probe measured for one batch size. */
+struct bso_profile_entry {
+    int64_t batch_size;
+    bool feasible;             /* it fits the device */
+    double samples_per_s;      /* NAN when not measured */
+    double joules_per_sample;  /* NAN when not measured */
+    int64_t peak_memory_bytes; /* -1 when not measured */
+    char device[64];
+    char measured_at[32]; /* set by the store */
+};
+
+/* Stores (replacing earlier ones) a profile's entries for job_id. */
+int bso_session_save_profile(struct bso_session *s, const char *job_id,
+                             const struct bso_profile_entry *e, size_t n);
+/* Calls fn for every stored profile entry of job_id, by batch size. */
+int bso_session_list_profile(struct bso_session *s, const char *job_id,
+                             int (*fn)(void *ctx, const struct bso_profile_entry *e), void *ctx);
+/* Records which of the job's batch sizes do not fit (job->spec.unfit). */
+int bso_session_save_unfit(struct bso_session *s, const struct bso_job *job);
+
 /* An API token as stored: the secret itself never is, only its SHA-256. */
 struct bso_token {
     int64_t id;

@@ -74,6 +74,11 @@ struct bso_store_ops {
                           int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx);
     int (*longest_run)(struct bso_session *s, const char *job_id, double *seconds);
     int (*ping)(struct bso_session *s);
+    int (*save_profile)(struct bso_session *s, const char *job_id,
+                        const struct bso_profile_entry *e, size_t n);
+    int (*list_profile)(struct bso_session *s, const char *job_id,
+                        int (*fn)(void *ctx, const struct bso_profile_entry *e), void *ctx);
+    int (*save_unfit)(struct bso_session *s, const char *job_id, const char *sizes);
     /* API tokens (store.h), each in a transaction of its own. */
     int (*token_insert)(struct bso_session *s, const struct bso_token *t, const char *hash,
                         int64_t *id);

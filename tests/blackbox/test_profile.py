@@ -1,0 +1,96 @@
+"""POST /jobs/ID/profile (issue #9, item 2): a probe's measurements are stored per batch size,
+sizes that do not fit are never dispatched under either policy (and `bso show` says so), a later
+profile can bring them back, and bad profiles get clear 4xx answers."""
+import os
+import subprocess
+import unittest
+
+from harness import Server, fake_job
+
+CLI = os.environ.get("BSO_CLI_BIN", "bso")
+
+
+def entry(bs, feasible=True, sps=1000.0, jps=0.5, peak=2 ** 30):
+    return {"batch_size": bs, "feasible": feasible, "samples_per_s": sps,
+            "joules_per_sample": jps, "peak_memory_bytes": peak}
+
+
+class Profile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server().__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.__exit__(None, None, None)
+
+    def job(self, job_id, policy):
+        spec = dict(fake_job(job_id), batch_sizes=[16, 32, 64, 128], default_batch_size=64,
+                    policy=policy, num_pruning_rounds=1)
+        self.assertEqual(self.srv.register(spec)[0], 201)
+
+    def profile(self, job_id, entries, device="Tesla V100"):
+        return self.srv.request("POST", "/jobs/%s/profile" % job_id,
+                                {"device": device, "batch_sizes": entries})
+
+    def test_unfit_sizes_are_never_dispatched(self):
+        # Zeus policy: the walk goes down from 64, then up; 128 does not fit.
+        self.job("test-prof-z", "zeus")
+        status, body = self.profile("test-prof-z", [entry(128, feasible=False, sps=None,
+                                                          jps=None, peak=None), entry(64)])
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["unfit_batch_sizes"], [128])
+        self.assertEqual([e["batch_size"] for e in body["profile"]], [64, 128])
+        self.assertEqual(body["profile"][0]["device"], "Tesla V100")
+        self.assertIsNone(body["profile"][1]["samples_per_s"])
+        seen = []
+        for _ in range(4):
+            status, t = self.srv.predict("test-prof-z")
+            self.assertEqual(status, 200, t)
+            seen.append(t["batch_size"])
+            self.srv.report("test-prof-z", t["batch_size"], t["trial_number"], 10, 100, 0.9, 1)
+        self.assertNotIn(128, seen)
+        self.assertEqual(seen[:3], [64, 32, 16])
+        _, job = self.srv.request("GET", "/jobs/test-prof-z")
+        self.assertEqual(job["unfit_batch_sizes"], [128])
+        self.assertEqual(len(job["profile"]), 2)
+        out = subprocess.run([CLI, "--server", "http://127.0.0.1:%d" % self.srv.port, "show",
+                              "test-prof-z"], capture_output=True, text=True, timeout=60)
+        self.assertIn("unfit (the device's profile says they do not fit", out.stdout)
+
+    def test_bso_policy_skips_an_unfit_default_until_it_fits(self):
+        self.job("test-prof-b", "bso")
+        self.assertEqual(self.profile("test-prof-b", [entry(64, feasible=False)])[0], 200)
+        _, t = self.srv.predict("test-prof-b")
+        self.assertEqual(t["batch_size"], 32)  # the default does not fit: the next one down
+        self.srv.end_trial("test-prof-b", 32, t["trial_number"])
+        # A new probe (say, on a bigger device) finds it fits after all.
+        _, body = self.profile("test-prof-b", [entry(64)], device="A100-80GB")
+        self.assertEqual(body["unfit_batch_sizes"], [])
+        _, t = self.srv.predict("test-prof-b")
+        self.assertEqual(t["batch_size"], 64)
+
+    def test_bad_profiles(self):
+        self.job("test-prof-bad", "zeus")
+        cases = [
+            ({"batch_sizes": [entry(64, sps=-1)]}, 422, "samples_per_s"),
+            ({"batch_sizes": []}, 422, "batch_sizes"),
+            ({"batch_sizes": "64"}, 422, "batch_sizes"),
+            ({"batch_sizes": [{"batch_size": 64}]}, 422, "feasible"),
+            ({"batch_sizes": [entry(0)]}, 422, "batch_size"),
+            ({"batch_sizes": [entry(64, jps="inf")]}, 422, "joules_per_sample"),
+            ({"batch_sizes": [entry(48)]}, 400, "not one of"),
+        ]
+        for body, status, text in cases:
+            with self.subTest(body=body):
+                got, data = self.srv.request("POST", "/jobs/test-prof-bad/profile", body)
+                self.assertEqual(got, status, data)
+                self.assertIn(text, str(data))
+        self.assertEqual(self.srv.request("POST", "/jobs/absent/profile",
+                                          {"batch_sizes": [entry(64)]})[0], 404)
+        _, job = self.srv.request("GET", "/jobs/test-prof-bad")
+        self.assertEqual((job["profile"], job["unfit_batch_sizes"]), ([], []))
+
+
+if __name__ == "__main__":
+    unittest.main()
