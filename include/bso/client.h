@@ -79,8 +79,9 @@ BSO_API int bso_client_end_trial(bso_client *c, const char *job_id, int64_t batc
 BSO_API int bso_client_delete(bso_client *c, const char *job_id);
 
 /* The read API, as JSON text in bso_client_body(): GET path (e.g. "/jobs/ID"). */
-/* POST to a path without a body (e.g. "/jobs/ID/reset"); the answer is in bso_client_body. */
-BSO_API int bso_client_post(bso_client *c, const char *path);
+/* POST to a path with a JSON body, or none (NULL), e.g. "/jobs/ID/reset" or "/jobs/ID/profile";
+ * the answer is in bso_client_body. Not retried once sent. */
+BSO_API int bso_client_post(bso_client *c, const char *path, const char *json_body);
 BSO_API int bso_client_get(bso_client *c, const char *path);
 
 /* The body of the last answer (NUL-terminated); valid until the next call on c. */

@@ -47,6 +47,11 @@ class AccumPlan(ctypes.Structure):
     _fields_ = [("micro_batch", ctypes.c_int64), ("steps", ctypes.c_int64)]
 
 
+class ProbeSearch(ctypes.Structure):  # include/bso/probe.h
+    _fields_ = [("sizes", ctypes.c_int64 * 256), ("n", ctypes.c_size_t), ("fit", ctypes.c_long),
+                ("unfit", ctypes.c_long), ("pending", ctypes.c_long), ("tries", ctypes.c_int)]
+
+
 class GpuInfo(ctypes.Structure):
     _fields_ = [("index", ctypes.c_int), ("name", ctypes.c_char * 96),
                 ("uuid", ctypes.c_char * 96), ("max_power_limit_w", ctypes.c_double),
@@ -88,7 +93,12 @@ for name, res, args in [
     ("bso_client_end_trial", ctypes.c_int, [_p, _s, _i64, _i64]),
     ("bso_client_delete", ctypes.c_int, [_p, _s]),
     ("bso_client_get", ctypes.c_int, [_p, _s]),
-    ("bso_client_post", ctypes.c_int, [_p, _s]),
+    ("bso_client_post", ctypes.c_int, [_p, _s, _s]),
+    ("bso_probe_search_init", ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(_i64),
+                                             ctypes.c_size_t]),
+    ("bso_probe_search_next", _i64, [ctypes.c_void_p]),
+    ("bso_probe_search_record", ctypes.c_int, [ctypes.c_void_p, _i64, ctypes.c_bool]),
+    ("bso_probe_search_largest", _i64, [ctypes.c_void_p]),
     ("bso_accum_plan", ctypes.c_int, [_i64, _i64, _i64, ctypes.POINTER(AccumPlan),
                                       ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
     ("bso_client_body", _s, [_p]),

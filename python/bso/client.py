@@ -63,6 +63,11 @@ class Client:
     def delete(self, job_id: str) -> None:
         self._check(N.lib.bso_client_delete(self._c, job_id.encode()))
 
+    def post(self, path: str, body: Any = None) -> Any:
+        text = json.dumps(body).encode() if body is not None else None
+        self._check(N.lib.bso_client_post(self._c, path.encode(), text))
+        return self.body()
+
     def get(self, path: str) -> Any:
         self._check(N.lib.bso_client_get(self._c, path.encode()))
         return self.body()

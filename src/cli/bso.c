@@ -433,7 +433,7 @@ static int cmd_reset(struct ctx *c)
     bso_client *cl = c->cl;
     char path[900];
     job_path(c->argv[0], "/reset", path, sizeof path);
-    int status = check(cl, bso_client_post(cl, path));
+    int status = check(cl, bso_client_post(cl, path, NULL));
     if (status == 0) {
         if (c->json)
             print_body(cl);

@@ -343,9 +343,9 @@ int bso_client_get(bso_client *c, const char *path)
     return call(c, "GET", path, NULL, true);
 }
 
-int bso_client_post(bso_client *c, const char *path)
+int bso_client_post(bso_client *c, const char *path, const char *json_body)
 {
     if (!path || path[0] != '/')
         return fail(c, BSO_EINVAL, "the path must start with '/'");
-    return call(c, "POST", path, NULL, false); /* a repeat could undo what came between */
+    return call(c, "POST", path, json_body, false); /* a repeat could undo what came between */
 }
