@@ -140,14 +140,16 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
           monitor=None, memory_budget_bytes: Optional[int] = None,
           oom_errors: Optional[tuple] = None,
           memory_used: Optional[Callable[[], int]] = None,
-          utilization: Optional[Callable[[], float]] = None) -> ProbeReport:
+          utilization: Optional[Callable[[], float]] = None,
+          clock: Callable[[], float] = time.perf_counter) -> ProbeReport:
     """Probes batch_sizes (see the module's text). make_batch(n) returns (inputs, *rest) for n
     samples, on the model's device; loss_fn(output, *rest) is the training loss. monitor (a
     bso.EnergyMonitor) adds joules per sample. oom_errors: the exceptions that mean
     out-of-memory (default torch's). memory_used, for tests: the bytes the last step used,
     instead of measuring them. utilization: the device's busy share in percent over the last
     steps (default on CUDA: torch.cuda.utilization(), where NVML answers); with it, a
-    throughput that stops growing while the device idles is reported as input-bound."""
+    throughput that stops growing while the device idles is reported as input-bound. clock,
+    for tests: the time in seconds."""
     sizes = sorted(set(int(b) for b in batch_sizes))
     if not sizes or sizes[0] <= 0 or len(sizes) > 256:
         raise BSOConfigError("batch_sizes must be 1 to 256 positive sizes")
@@ -175,13 +177,13 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                             torch.cuda.synchronize()
                         if monitor is not None:
                             monitor.begin_window("bso-probe")
-                        start = time.perf_counter()
+                        start = clock()
                     optimizer.zero_grad(set_to_none=True)
                     loss_fn(model(batch[0]), *batch[1:]).backward()
                     optimizer.step()
                 if on_cuda:
                     torch.cuda.synchronize()
-                elapsed = time.perf_counter() - start
+                elapsed = clock() - start
                 energy = monitor.end_window("bso-probe").total_energy if monitor else None
             finally:
                 if peak:

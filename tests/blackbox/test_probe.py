@@ -4,7 +4,6 @@ the model and optimizer put back bit for bit, the input-bound warning, and the p
 to a real server."""
 import os
 import sys
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -119,18 +118,24 @@ class Probe(unittest.TestCase):
     def test_input_bound_warning(self):
         m, opt = self.model()
         real_forward = m.forward
-        def forward(x):  # the time grows with the batch: samples/s stays flat
-            time.sleep(0.002 * x.shape[0])
-            return real_forward(x[:, :64].repeat(1, 1024))
+        now = [0.0]
+
+        def forward(x):  # each sample takes 2 ms (of a clock the probe reads): flat samples/s
+            now[0] += 0.002 * x.shape[0]
+            return real_forward(x)
         m.forward = forward
-        batch = lambda n: (torch.rand(n, 65536), torch.zeros(n, dtype=torch.long))
-        idle = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, steps=1, warmup=0,
-                               utilization=lambda: 20.0)
+        batch = lambda n: (torch.rand(1, 65536).expand(n, -1), torch.zeros(n, dtype=torch.long))
+        common = dict(steps=1, warmup=0, clock=lambda: now[0])
+        idle = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, utilization=lambda: 20.0,
+                               **common)
+        self.assertAlmostEqual(idle.results[0].samples_per_s, 500.0)
         self.assertTrue(idle.input_bound)
         self.assertIn("input pipeline", idle.table())
-        busy = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, steps=1, warmup=0,
-                               utilization=lambda: 97.0)
+        busy = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, utilization=lambda: 97.0,
+                               **common)
         self.assertFalse(busy.input_bound)
+        unknown = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, **common)
+        self.assertFalse(unknown.input_bound)  # on a CPU, without a utilization: no claim
 
     def test_errors(self):
         m, opt = self.model()
