@@ -52,16 +52,18 @@ static struct bso_session *session(struct bso_store *st)
     return s;
 }
 
-/* Registers the fake job (Zeus policy) through the service. */
-static void register_fake_job(struct bso_session *s, struct bso_job_spec *spec)
+/* Registers the fake job (Zeus policy) through the service and dispatches its first trial. */
+static void register_fake_job(struct bso_session *s, struct bso_job_spec *spec,
+                              struct bso_trial *first)
 {
     struct bso_spec_errors errs = {0};
     char msg[BSO_SVC_MSG_MAX];
-    bool created;
+    bool created, switched;
     fake_job_spec(spec);
     assert_int_equal(bso_job_spec_validate(spec, &errs), 0);
     assert_int_equal(bso_svc_register(s, spec, BSO_POLICY_ZEUS, &created, msg), 0);
     assert_true(created);
+    assert_int_equal(bso_svc_predict(s, spec->job_id, first, &switched, NULL, NULL, msg), 0);
 }
 
 static void test_golden_across_restarts(void **state)
@@ -273,10 +275,8 @@ static void test_upgrade_from_version_1(void **state)
     struct bso_session *s = session(st);
     struct bso_job_spec spec;
     char msg[BSO_SVC_MSG_MAX];
-    bool sw;
-    register_fake_job(s, &spec);
     struct bso_trial t;
-    assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, msg), 0);
+    register_fake_job(s, &spec, &t);
     bso_session_release(s);
     bso_store_close(st);
     /* Turn it back into a version-1 database. */
@@ -319,9 +319,8 @@ static void test_lease_sweep(void **state)
     struct bso_job_spec spec;
     char msg[BSO_SVC_MSG_MAX];
     bool sw;
-    register_fake_job(s, &spec);
     struct bso_trial t1;
-    assert_int_equal(bso_svc_predict(s, spec.job_id, &t1, &sw, NULL, NULL, msg), 0);
+    register_fake_job(s, &spec, &t1);
     bso_session_release(s);
     const struct bso_config cfg = {.lease_floor_s = 100, .lease_default_s = 1000};
     const double now = (double)time(NULL);
