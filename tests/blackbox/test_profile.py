@@ -1,6 +1,7 @@
 """POST /jobs/ID/profile (issue #9, item 2): a probe's measurements are stored per batch size,
 sizes that do not fit are never dispatched under either policy (and `bso show` says so), a later
 profile can bring them back, and bad profiles get clear 4xx answers."""
+import json
 import os
 import subprocess
 import unittest
@@ -57,6 +58,17 @@ class Profile(unittest.TestCase):
         out = subprocess.run([CLI, "--server", "http://127.0.0.1:%d" % self.srv.port, "show",
                               "test-prof-z"], capture_output=True, text=True, timeout=60)
         self.assertIn("unfit (the device's profile says they do not fit", out.stdout)
+        url = "http://127.0.0.1:%d" % self.srv.port
+        out = subprocess.run([CLI, "--server", url, "probe", "test-prof-z"], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertIn("SAMPLES/S", lines[0])
+        self.assertRegex(lines[1], r"^\s+64\s+yes\s+1000\.0\s+0\.5000\s+1024\.0\s+#{20}")
+        self.assertRegex(lines[2], r"^\s+128\s+no\s+-\s+-\s+-")
+        out = subprocess.run([CLI, "--server", url, "--json", "probe", "test-prof-z"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(len(json.loads(out.stdout)), 2)
 
     def test_bso_policy_skips_an_unfit_default_until_it_fits(self):
         self.job("test-prof-b", "bso")
@@ -72,6 +84,9 @@ class Profile(unittest.TestCase):
 
     def test_bad_profiles(self):
         self.job("test-prof-bad", "zeus")
+        out = subprocess.run([CLI, "--server", "http://127.0.0.1:%d" % self.srv.port, "probe",
+                              "test-prof-bad"], capture_output=True, text=True, timeout=60)
+        self.assertIn("no profile yet", out.stdout)
         cases = [
             ({"batch_sizes": [entry(64, sps=-1)]}, 422, "samples_per_s"),
             ({"batch_sizes": []}, 422, "batch_sizes"),
