@@ -204,6 +204,34 @@ static void test_epochs_posterior_shrinks_toward_the_curve(void **state)
     bso_job_clear(&job);
 }
 
+/* With a device profile, an unmeasured size's cost per epoch is the nearest measured size's,
+ * scaled by the profile's cost per sample of both; without one, the prior slope. */
+static void test_profile_scales_estimates(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    struct bso_trial t = predict_ok(&job);
+    assert_int_equal(t.batch_size, 64);
+    struct bso_decision d;
+    run(&job, &t, 100, 10, &d);
+    const double p64 = bso_policy_epoch_cost(&job, 2);
+    assert_true(p64 > 0);
+    const double prior = bso_policy_epoch_cost(&job, 3); /* 128, by the prior slope */
+    /* eta 0.5, max_power 1000: cost per sample = 0.5 J/sample + 0.5 * 1000 / samples/s */
+    job.stats[2].profile_samples_per_s = 1000;
+    job.stats[2].profile_joules_per_sample = 0.5; /* 0.25 + 0.5 = 0.75 */
+    job.stats[3].profile_samples_per_s = 4000;
+    job.stats[3].profile_joules_per_sample = 0.2; /* 0.1 + 0.125 = 0.225 */
+    assert_true(fabs(bso_policy_epoch_cost(&job, 3) - p64 * 0.225 / 0.75) < 1e-9);
+    assert_true(fabs(bso_policy_epoch_cost(&job, 3) - prior) > 1e-6);
+    assert_true(bso_policy_epoch_cost(&job, 2) == p64); /* measured wins */
+    /* A profile without energy cannot price a job that counts energy (eta > 0). */
+    job.stats[3].profile_joules_per_sample = 0;
+    assert_true(fabs(bso_policy_epoch_cost(&job, 3) - prior) < 1e-12);
+    bso_job_clear(&job);
+}
+
 /* A size whose runs keep ending without a report (out of memory) is given up after
  * BSO_CRASHES_INFEASIBLE in a row, and its statistics say so; a report resets the count. */
 static void test_crashing_size_becomes_infeasible(void **state)
@@ -273,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_exploring_run_stopped_when_finishing_costs_more),
         cmocka_unit_test(test_exploring_run_stopped_at_beta),
         cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
+        cmocka_unit_test(test_profile_scales_estimates),
         cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),
     };

@@ -184,13 +184,40 @@ static double judged_epochs(const struct bso_job *job, size_t i)
     return epochs_bound(job, i);
 }
 
-/* Cost per epoch of size i: measured, else interpolated (or extrapolated from the two nearest
- * measured sizes) linearly in log2(batch size); NAN when nothing is measured. */
-static double epoch_cost_estimate(const struct bso_job *job, size_t i)
+/* The profile's cost of one sample at size i (the job's cost of its energy and time), or NAN
+ * when the profile does not say. */
+static double profile_sample_cost(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    const double eta = job->spec.eta_knob;
+    if (!(s->profile_samples_per_s > 0) || (eta > 0 && !(s->profile_joules_per_sample > 0)))
+        return NAN;
+    return eta * s->profile_joules_per_sample +
+           (1 - eta) * job->spec.max_power / s->profile_samples_per_s;
+}
+
+double bso_policy_epoch_cost(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *st = job->stats;
     if (st[i].epochs_sum > 0)
         return steady_epoch(job, i);
+    /* A profile knows how the cost per sample changes between sizes: scale the nearest
+     * measured size (in log2) that the profile also covers. */
+    const double own = profile_sample_cost(job, i);
+    if (isfinite(own)) {
+        int best = -1;
+        double best_d = INFINITY;
+        for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+            const double d =
+                fabs(log2((double)job->spec.batch_sizes[k] / (double)job->spec.batch_sizes[i]));
+            if (st[k].epochs_sum > 0 && isfinite(profile_sample_cost(job, k)) && d < best_d) {
+                best = (int)k;
+                best_d = d;
+            }
+        }
+        if (best >= 0)
+            return steady_epoch(job, (size_t)best) * own / profile_sample_cost(job, (size_t)best);
+    }
     const size_t n = job->spec.n_batch_sizes;
     int lo = -1, hi = -1;
     for (int k = (int)i - 1; k >= 0 && lo < 0; k--)
@@ -272,7 +299,7 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
         int c = closest_open(job, from, to, target);
         if (c < 0)
             continue;
-        const double per = epoch_cost_estimate(job, (size_t)c);
+        const double per = bso_policy_epoch_cost(job, (size_t)c);
         /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
          * per epoch is known, so by the central estimate, as at its go/no-go. */
         const double optimistic = job->stats[c].status == BSO_BS_PASSED

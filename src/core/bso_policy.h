@@ -51,6 +51,8 @@ struct bso_bs_stat {
     double first_epoch_cost;
     double warm_first_sum, warm_steady_sum;
     int64_t crashes; /* runs in a row that ended without a final report */
+    /* The device profile's measurements of this size (POST /jobs/ID/profile); 0: none. */
+    double profile_samples_per_s, profile_joules_per_sample;
 };
 
 /* "untried", "good", "killed", "failed", "passed" or "infeasible". */
@@ -60,6 +62,11 @@ const char *bso_bs_status_name(int status);
  * of its successful runs times that); NAN where unknown. */
 double bso_bs_cost_per_epoch(const struct bso_bs_stat *s);
 double bso_bs_expected_cost(const struct bso_bs_stat *s);
+
+/* Cost per epoch of size i as the policy estimates it: measured; else scaled from the
+ * nearest measured size by the device profile's cost per sample of both; else interpolated
+ * in log2(batch size) between measured sizes. NAN when nothing is measured. */
+double bso_policy_epoch_cost(const struct bso_job *job, size_t i);
 
 /* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size);

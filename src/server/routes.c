@@ -419,6 +419,8 @@ static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
         jb_maybe(b, bso_bs_cost_per_epoch(s));
         jb_key(b, "expected_cost");
         jb_maybe(b, bso_bs_expected_cost(s));
+        jb_key(b, "estimated_cost_per_epoch"); /* what the policy assumes before measuring */
+        jb_maybe(b, bso_policy_epoch_cost(job, i));
         jb_end(b);
     }
     jb_end(b);

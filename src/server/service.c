@@ -2,6 +2,7 @@
 #include "server/service.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -362,6 +363,15 @@ int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_
                      (long long)e[i].batch_size, job_id);
     if (rc == 0 && (rc = bso_session_save_profile(s, job_id, e, n)) < 0)
         rc = db_error(s, rc, "profile", msg);
+    /* The bso policy scales its cost estimates by the profile's cost per sample. */
+    for (size_t i = 0; i < n && rc == 0 && job.spec.policy == BSO_POLICY_BSO; i++) {
+        const size_t k = (size_t)bso_job_spec_index(&job.spec, e[i].batch_size);
+        struct bso_bs_stat *st = &job.stats[k];
+        st->profile_samples_per_s = isnan(e[i].samples_per_s) ? 0 : e[i].samples_per_s;
+        st->profile_joules_per_sample = isnan(e[i].joules_per_sample) ? 0 : e[i].joules_per_sample;
+        if ((rc = bso_session_save(s, &job, BSO_CHANGED_STATS, NULL, false, k)) < 0)
+            rc = db_error(s, rc, "profile", msg);
+    }
     struct unfit_ctx c = {&job.spec};
     if (rc == 0 && (rc = bso_session_list_profile(s, job_id, mark_unfit, &c)) < 0)
         rc = db_error(s, rc, "profile", msg);

@@ -153,6 +153,8 @@ void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
     for (int k = 0; k < BSO_STAT_SUMS; k++)
         *sums[k] = r->f64(r->ctx, 4 + k);
     b->crashes = r->i64(r->ctx, 4 + BSO_STAT_SUMS);
+    b->profile_samples_per_s = r->f64(r->ctx, 5 + BSO_STAT_SUMS);
+    b->profile_joules_per_sample = r->f64(r->ctx, 6 + BSO_STAT_SUMS);
 }
 
 void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS])

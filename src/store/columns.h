@@ -47,8 +47,8 @@ struct bso_row {
 int bso_column_read_job(const struct bso_row *r, struct bso_job *job);
 /* trial_number, batch_size, type, status, time, energy, converged. */
 void bso_column_read_trial(const struct bso_row *r, struct bso_trial *t);
-/* batch_size, status, runs, successes, the nine sums and crashes, into the job's statistics of that
- * size (a size the job does not have is skipped). */
+/* batch_size, status, runs, successes, the nine sums, crashes and the profile's two measurements,
+ * into the job's statistics of that size (a size the job does not have is skipped). */
 void bso_column_read_stat(const struct bso_row *r, struct bso_job *job);
 /* batch_size, param_mean, param_precision, reward_precision, num_observations, n_results,
  * recent: into an uninitialised arm. 0, BSO_EPARSE or BSO_ENOMEM. */

@@ -132,6 +132,10 @@ static const char *const migrations[] = {
     "  measured_at TEXT NOT NULL,\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ");\n",
+    /* 7: the profile's measurements per batch size, for the bso policy's estimates */
+    "ALTER TABLE bs_stat ADD COLUMN profile_samples_per_s DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN profile_joules_per_sample DOUBLE PRECISION NOT NULL DEFAULT "
+    "0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -234,12 +238,14 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_STATS] =
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
-        " warm_steady_sum, crashes FROM bs_stat WHERE job_id = $1",
+        " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample"
+        " FROM bs_stat WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
-        " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+        " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
+        " profile_joules_per_sample)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -247,7 +253,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " epochs_sum = EXCLUDED.epochs_sum, censored_epochs = EXCLUDED.censored_epochs,"
         " first_epoch_cost = EXCLUDED.first_epoch_cost,"
         " warm_first_sum = EXCLUDED.warm_first_sum, warm_steady_sum = EXCLUDED.warm_steady_sum,"
-        " crashes = EXCLUDED.crashes",
+        " crashes = EXCLUDED.crashes, profile_samples_per_s = EXCLUDED.profile_samples_per_s,"
+        " profile_joules_per_sample = EXCLUDED.profile_joules_per_sample",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
         " peak_memory_bytes, device, measured_at) VALUES ($1, $2, $3, $4, $5, $6, $7, " NOW_TEXT
@@ -951,6 +958,8 @@ static int save_stat(struct bso_session *base, const struct bso_job *job, size_t
     for (int k = 0; k < BSO_STAT_SUMS; k++)
         p_double(&p, sums[k]);
     p_int(&p, b->crashes);
+    p_double(&p, b->profile_samples_per_s);
+    p_double(&p, b->profile_joules_per_sample);
     return run_done(s, ST_SAVE_STAT, &p, "save stats");
 }
 

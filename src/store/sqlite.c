@@ -130,6 +130,9 @@ static const char *const migrations[] = {
     "  measured_at TEXT NOT NULL,\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ");\n",
+    /* 7: the profile's measurements per batch size, for the bso policy's estimates */
+    "ALTER TABLE bs_stat ADD COLUMN profile_samples_per_s REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN profile_joules_per_sample REAL NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -229,12 +232,14 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_STATS] =
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
-        " warm_steady_sum, crashes FROM bs_stat WHERE job_id = ?1",
+        " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample"
+        " FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
-        " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
+        " profile_joules_per_sample)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
@@ -984,6 +989,8 @@ static int save_stat(struct bso_session *s, const struct bso_job *job, size_t i)
     for (int k = 0; k < BSO_STAT_SUMS; k++)
         sqlite3_bind_double(st, 6 + k, sums[k]);
     sqlite3_bind_int64(st, 6 + BSO_STAT_SUMS, b->crashes);
+    sqlite3_bind_double(st, 7 + BSO_STAT_SUMS, b->profile_samples_per_s);
+    sqlite3_bind_double(st, 8 + BSO_STAT_SUMS, b->profile_joules_per_sample);
     return step_done(s, st, "save stats");
 }
 

@@ -82,6 +82,31 @@ class Profile(unittest.TestCase):
         _, t = self.srv.predict("test-prof-b")
         self.assertEqual(t["batch_size"], 64)
 
+    def test_profile_scales_the_bso_policys_estimates(self):
+        self.job("test-prof-est", "bso")
+        _, t = self.srv.predict("test-prof-est")
+        self.assertEqual(t["batch_size"], 64)
+        for epoch in (1, 2, 3):  # 10 s and 1000 J an epoch; reaches the target at epoch 3
+            self.srv.report("test-prof-est", 64, t["trial_number"], 10.0 * epoch,
+                            1000.0 * epoch, 0.9 if epoch == 3 else 0.1, epoch)
+        def estimates():
+            _, job = self.srv.request("GET", "/jobs/test-prof-est")
+            return {s["batch_size"]: s["estimated_cost_per_epoch"]
+                    for s in job["batch_size_stats"]}
+        before = estimates()
+        # 128 takes half the time and 80% of the energy per sample.
+        status, _ = self.profile("test-prof-est", [entry(64, sps=100.0, jps=10.0),
+                                                   entry(128, sps=200.0, jps=8.0)])
+        self.assertEqual(status, 200)
+        after = estimates()
+        self.assertEqual(after[64], before[64])  # measured
+        eta, max_power = 0.5, 3000.0             # fake_job's
+        cps = lambda sps, jps: eta * jps + (1 - eta) * max_power / sps
+        self.assertAlmostEqual(after[128], after[64] * cps(200, 8) / cps(100, 10), places=6)
+        self.assertNotAlmostEqual(after[128], before[128], places=3)
+        self.srv.restart()  # stored, not just cached
+        self.assertAlmostEqual(estimates()[128], after[128], places=6)
+
     def test_bad_profiles(self):
         self.job("test-prof-bad", "zeus")
         out = subprocess.run([CLI, "--server", "http://127.0.0.1:%d" % self.srv.port, "probe",
