@@ -112,6 +112,17 @@ static bool number(const char *s, double *v)
     return *s && *end == '\0';
 }
 
+/* A count (a batch size, epochs): a number from 1 to 2^53, truncated. Larger values do not fit
+ * an integer (the fuzzer's 2.2e72 once did, undefined behaviour). */
+static bool count(const char *s, int64_t *v)
+{
+    double d;
+    if (!number(s, &d) || !(d >= 1 && d <= 9007199254740992.0))
+        return false;
+    *v = (int64_t)d;
+    return true;
+}
+
 int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, char *err,
                        size_t errcap)
 {
@@ -129,11 +140,11 @@ int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, c
             break;
         }
         struct sim_workload *w = &out[n];
-        double target, max_epochs, def;
+        double target;
+        int64_t max_epochs, def;
         const char *hib = cell(&c, 4);
-        if (!number(cell(&c, 3), &target) || !number(cell(&c, 5), &max_epochs) ||
-            !number(cell(&c, 6), &def) || max_epochs < 1 || def < 1 ||
-            (strcasecmp(hib, "true") && strcasecmp(hib, "false"))) {
+        if (!number(cell(&c, 3), &target) || !count(cell(&c, 5), &max_epochs) ||
+            !count(cell(&c, 6), &def) || (strcasecmp(hib, "true") && strcasecmp(hib, "false"))) {
             snprintf(err, errcap, "%s:%d: expected numbers and true/false", path, c.line);
             rc = -1;
             break;
@@ -143,8 +154,8 @@ int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, c
         snprintf(w->optimizer, sizeof w->optimizer, "%s", cell(&c, 2));
         w->target = target;
         w->higher_is_better = strcasecmp(hib, "true") == 0;
-        w->max_epochs = (int64_t)max_epochs;
-        w->default_bs = (int64_t)def;
+        w->max_epochs = max_epochs;
+        w->default_bs = def;
         n++;
     }
     fclose(c.f);
@@ -196,14 +207,15 @@ int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, str
     while ((rc = csv_next(&c, 7, err, errcap)) > 0) {
         if (!same_workload(&c, w))
             continue;
-        double bs, pl, t, p;
-        if (!number(cell(&c, 2), &bs) || !number(cell(&c, 4), &pl) || !number(cell(&c, 5), &t) ||
+        double pl, t, p;
+        int64_t bs;
+        if (!count(cell(&c, 2), &bs) || !number(cell(&c, 4), &pl) || !number(cell(&c, 5), &t) ||
             !number(cell(&c, 6), &p) || t <= 0 || p <= 0 || pl <= 0) {
             snprintf(err, errcap, "%s:%d: expected positive numbers", path, c.line);
             rc = -1;
             break;
         }
-        struct sim_bs *b = bs_slot(job, (int64_t)bs, true);
+        struct sim_bs *b = bs_slot(job, bs, true);
         if (!b || b->n_pl == SIM_MAX_PL) {
             snprintf(err, errcap, "%s: too many batch sizes or power limits", path);
             rc = -1;
@@ -238,22 +250,25 @@ int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, str
     if (csv_open(&c, path, tcols, 6, err, errcap) < 0)
         return -1;
     while ((rc = csv_next(&c, 6, err, errcap)) > 0) {
-        double bs, target, epoch = -1;
+        double target;
+        int64_t bs, epoch = -1;
         if (!same_workload(&c, w) || !number(cell(&c, 4), &target) ||
             target < w->target - 1e-9 * (1 + w->target) ||
             target > w->target + 1e-9 * (1 + w->target))
             continue;
-        if (!number(cell(&c, 2), &bs) || (*cell(&c, 5) && !number(cell(&c, 5), &epoch))) {
+        double e;
+        if (!count(cell(&c, 2), &bs) || (*cell(&c, 5) && !number(cell(&c, 5), &e))) {
             snprintf(err, errcap, "%s:%d: expected numbers", path, c.line);
             rc = -1;
             break;
         }
-        struct sim_bs *b = bs_slot(job, (int64_t)bs, false);
+        struct sim_bs *b = bs_slot(job, bs, false);
         if (!b || b->n_paths == SIM_MAX_PATHS)
             continue; /* no power data for this size on this GPU */
         /* An empty cell, "nan", or a non-positive epoch: this run never reached the target. */
-        b->target_epoch[b->n_paths++] =
-            *cell(&c, 5) && isfinite(epoch) && epoch >= 1 ? (int64_t)epoch : -1;
+        if (!*cell(&c, 5) || !count(cell(&c, 5), &epoch))
+            epoch = -1;
+        b->target_epoch[b->n_paths++] = epoch;
     }
     fclose(c.f);
     if (rc < 0)
