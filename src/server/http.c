@@ -363,7 +363,7 @@ int bso_server_start(const struct bso_config *cfg, struct bso_store *store, stru
         server_free(srv);
         return rc;
     }
-    /* ITC lets MHD_quiesce_daemon wake the workers for a clean stop. */
+    /* ITC lets MHD_stop_daemon wake the workers for a clean stop. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     /* Under group commit a request waits for its batch's fsync, and would hold up every other
      * connection of a shared thread: each connection gets a thread of its own then. */
@@ -422,11 +422,10 @@ void bso_server_stop(struct bso_server *srv)
 {
     if (!srv)
         return;
-    /* Stop accepting first; MHD_stop_daemon then joins the workers, which finish the requests
-     * they are running (each handler runs to completion on its thread). */
-    MHD_socket listener = MHD_quiesce_daemon(srv->daemon);
+    /* MHD_stop_daemon stops accepting, lets each worker finish the handler it is running and
+     * joins them. (MHD_quiesce_daemon first would be gentler to idle keep-alive connections,
+     * but libmicrohttpd 0.9.75 can abort in it, "Failed to remove listen FD from epoll set",
+     * when a worker is touching the listening socket at that moment: seen once in CI.) */
     MHD_stop_daemon(srv->daemon);
-    if (listener != MHD_INVALID_SOCKET)
-        close(listener); /* after quiescing, the listening socket is ours to close */
     server_free(srv);
 }
