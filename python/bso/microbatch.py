@@ -56,7 +56,8 @@ def accumulate_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     return total
 
 
-def _default_oom_errors() -> Tuple[Type[BaseException], ...]:
+def default_oom_errors() -> Tuple[Type[BaseException], ...]:
+    """The exceptions torch raises for out-of-memory (RuntimeError where it has none)."""
     errors = [getattr(torch.cuda, "OutOfMemoryError", None), getattr(torch, "OutOfMemoryError",
                                                                       None)]
     return tuple(e for e in errors if e is not None) or (RuntimeError,)
@@ -90,7 +91,7 @@ class AdaptiveMicroBatcher:
         self.max_micro = max_micro or micro_batch
         self.min_micro = min_micro
         self.grow_after = grow_after
-        self.oom_errors = oom_errors or _default_oom_errors()
+        self.oom_errors = oom_errors or default_oom_errors()
         self.headroom = headroom or (lambda: _cuda_headroom(0.8))
         self.ooms = 0
         self.grown = 0

@@ -24,6 +24,7 @@ import torch
 
 from . import _native as N
 from .exceptions import BSOConfigError
+from .microbatch import default_oom_errors
 
 
 @dataclasses.dataclass
@@ -104,12 +105,6 @@ class _RssPeak:
         return self.peak - self.base
 
 
-def _oom_errors():
-    errors = [getattr(torch.cuda, "OutOfMemoryError", None), getattr(torch, "OutOfMemoryError",
-                                                                      None)]
-    return tuple(e for e in errors if e is not None)
-
-
 class _Saved:
     """Everything training state a probe could touch, to put back bit for bit."""
 
@@ -155,7 +150,7 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
         raise BSOConfigError("batch_sizes must be 1 to 256 positive sizes")
     if steps < 1 or warmup < 0:
         raise BSOConfigError("steps must be >= 1 and warmup >= 0")
-    errors = oom_errors or _oom_errors() or (RuntimeError,)
+    errors = oom_errors or default_oom_errors()
     on_cuda = next(model.parameters()).is_cuda
     saved = _Saved(model, optimizer)
     measured = {}

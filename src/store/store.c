@@ -436,6 +436,17 @@ static void pend(struct bso_session *s, const struct bso_job *job, unsigned chan
     }
 }
 
+/* When the transaction commits, the cache forgets job_id: the next request reads it afresh
+ * (after a delete, a reset, or new unfit sizes). */
+static void forget_on_commit(struct bso_session *s, const char *job_id)
+{
+    struct bso_jobcache_change *chg = s->store->cache ? pending_slot(s) : NULL;
+    if (chg) {
+        snprintf(chg->job_id, sizeof chg->job_id, "%s", job_id);
+        chg->drop = true;
+    }
+}
+
 int bso_session_save(struct bso_session *s, const struct bso_job *job, unsigned changed,
                      const struct bso_trial *trial, bool trial_is_new, size_t arm_index)
 {
@@ -476,11 +487,8 @@ int bso_session_delete_job(struct bso_session *s, const char *job_id)
         bso_job_clear(&job);
     }
     const int rc = s->ops->delete_job(s, job_id);
-    struct bso_jobcache_change *chg = rc == 0 && s->store->cache ? pending_slot(s) : NULL;
-    if (chg) {
-        snprintf(chg->job_id, sizeof chg->job_id, "%s", job_id);
-        chg->drop = true;
-    }
+    if (rc == 0)
+        forget_on_commit(s, job_id);
     return rc;
 }
 
@@ -492,11 +500,8 @@ int bso_session_reset_job(struct bso_session *s, const char *job_id)
         return rc;
     bso_job_clear(&job);
     rc = s->ops->reset_job(s, job_id);
-    struct bso_jobcache_change *chg = rc == 0 && s->store->cache ? pending_slot(s) : NULL;
-    if (chg) { /* the cache forgets it; the next request reads it afresh */
-        snprintf(chg->job_id, sizeof chg->job_id, "%s", job_id);
-        chg->drop = true;
-    }
+    if (rc == 0)
+        forget_on_commit(s, job_id);
     return rc;
 }
 
@@ -573,11 +578,8 @@ int bso_session_save_unfit(struct bso_session *s, const struct bso_job *job)
     if (n > 0 && bso_pyintlist_repr(sizes, n, text, sizeof text) < 0)
         return bso_session_fail(s, BSO_ERANGE, "unfit sizes too long");
     const int rc = s->ops->save_unfit(s, sp->job_id, n > 0 ? text : NULL);
-    struct bso_jobcache_change *chg = rc == 0 && s->store->cache ? pending_slot(s) : NULL;
-    if (chg) { /* the cache forgets the job; the next request reads it with its new sizes */
-        snprintf(chg->job_id, sizeof chg->job_id, "%s", sp->job_id);
-        chg->drop = true;
-    }
+    if (rc == 0)
+        forget_on_commit(s, sp->job_id);
     return rc;
 }
 
