@@ -10,14 +10,24 @@
 
 /* A bso-policy job: batch sizes 16..256, default 64, target 0.9, max 20 epochs, cost per epoch
  * set by the reports (energy 0, eta 0.5, max_power 1000: cost = 500 * time). */
+static void start_with(struct bso_job *job, const int64_t *sizes, size_t n, int unfit);
+
 static void start(struct bso_job *job)
 {
     static const int64_t sizes[] = {16, 32, 64, 128, 256};
+    start_with(job, sizes, 5, -1);
+}
+
+/* The same job on other batch sizes; size index `unfit` (>= 0) marked as not fitting. */
+static void start_with(struct bso_job *job, const int64_t *sizes, size_t n, int unfit)
+{
     struct bso_job_spec spec;
     bso_job_spec_defaults(&spec);
     snprintf(spec.job_id_prefix, sizeof spec.job_id_prefix, "p");
     snprintf(spec.gpu_model, sizeof spec.gpu_model, "A100");
-    set_batch_sizes(&spec, sizes, 5);
+    set_batch_sizes(&spec, sizes, n);
+    if (unfit >= 0)
+        bso_spec_set_unfit(&spec, (size_t)unfit, true);
     spec.default_batch_size = 64;
     spec.target_metric = 0.9;
     spec.max_epochs = 20;
@@ -219,17 +229,51 @@ static void test_profile_scales_estimates(void **state)
     assert_true(p64 > 0);
     const double prior = bso_policy_epoch_cost(&job, 3); /* 128, by the prior slope */
     /* eta 0.5, max_power 1000: cost per sample = 0.5 J/sample + 0.5 * 1000 / samples/s */
-    job.stats[2].profile_samples_per_s = 1000;
-    job.stats[2].profile_joules_per_sample = 0.5; /* 0.25 + 0.5 = 0.75 */
-    job.stats[3].profile_samples_per_s = 4000;
-    job.stats[3].profile_joules_per_sample = 0.2; /* 0.1 + 0.125 = 0.225 */
+    bso_policy_set_profile(&job, 2, 1000, 0.5); /* 0.25 + 0.5 = 0.75 */
+    bso_policy_set_profile(&job, 3, 4000, 0.2); /* 0.1 + 0.125 = 0.225 */
     assert_true(fabs(bso_policy_epoch_cost(&job, 3) - p64 * 0.225 / 0.75) < 1e-9);
     assert_true(fabs(bso_policy_epoch_cost(&job, 3) - prior) > 1e-6);
     assert_true(bso_policy_epoch_cost(&job, 2) == p64); /* measured wins */
     /* A profile without energy cannot price a job that counts energy (eta > 0). */
-    job.stats[3].profile_joules_per_sample = 0;
+    bso_policy_set_profile(&job, 3, 4000, NAN); /* not measured */
+    assert_true(job.stats[3].profile_joules_per_sample == 0);
     assert_true(fabs(bso_policy_epoch_cost(&job, 3) - prior) < 1e-12);
+    bso_policy_set_profile(&job, 3, -1, 0.2); /* nonsense counts as not measured */
+    assert_true(job.stats[3].profile_samples_per_s == 0);
     bso_job_clear(&job);
+}
+
+/* Sizes that cannot run (a profile found them unfit) are as good as absent: a job that lists
+ * one makes the same choices as a job without it. */
+static void test_unfit_size_is_as_if_absent(void **state)
+{
+    (void)state;
+    static const int64_t with[] = {16, 32, 64, 128, 256}, without[] = {16, 32, 64, 128};
+    /* Cost per epoch falls with size; epochs to target grow from 32 on. */
+    static const double per_epoch[] = {400, 250, 160, 100};
+    static const int64_t epochs[] = {8, 8, 10, 14};
+    int64_t chosen[2][12];
+    for (int v = 0; v < 2; v++) {
+        struct bso_job job;
+        if (v == 0)
+            start_with(&job, with, 5, 4);
+        else
+            start_with(&job, without, 4, -1);
+        for (int r = 0; r < 12; r++) {
+            struct bso_trial t = predict_ok(&job);
+            const int i = bso_job_spec_index(&job.spec, t.batch_size);
+            assert_true(i >= 0 && i < 4); /* never the unfit 256 */
+            chosen[v][r] = t.batch_size;
+            struct bso_decision d;
+            run(&job, &t, per_epoch[i], epochs[i], &d);
+        }
+        bso_job_clear(&job);
+    }
+    assert_memory_equal(chosen[0], chosen[1], sizeof chosen[0]);
+    bool moved = false; /* the search did explore */
+    for (int r = 1; r < 12; r++)
+        moved |= chosen[0][r] != chosen[0][0];
+    assert_true(moved);
 }
 
 /* A size whose runs keep ending without a report (out of memory) is given up after
@@ -302,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_exploring_run_stopped_at_beta),
         cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
         cmocka_unit_test(test_profile_scales_estimates),
+        cmocka_unit_test(test_unfit_size_is_as_if_absent),
         cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),
     };

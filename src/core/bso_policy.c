@@ -196,6 +196,14 @@ static double profile_sample_cost(const struct bso_job *job, size_t i)
            (1 - eta) * job->spec.max_power / s->profile_samples_per_s;
 }
 
+void bso_policy_set_profile(struct bso_job *job, size_t i, double samples_per_s,
+                            double joules_per_sample)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->profile_samples_per_s = samples_per_s > 0 ? samples_per_s : 0; /* NAN too */
+    s->profile_joules_per_sample = joules_per_sample > 0 ? joules_per_sample : 0;
+}
+
 double bso_policy_epoch_cost(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *st = job->stats;
@@ -279,8 +287,11 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
     int pick = -1;
     double pick_gain = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
-        int edge = g + dir; /* the nearest tried size on this side, or past the end */
-        while (edge >= 0 && edge < n && open_size(job, (size_t)edge))
+        /* The nearest tried size on this side, or past the end. Sizes that cannot run (unfit,
+         * infeasible) are as good as absent: they bound nothing. */
+        int edge = g + dir;
+        while (edge >= 0 && edge < n &&
+               (open_size(job, (size_t)edge) || !usable(job, (size_t)edge)))
             edge += dir;
         const int from = dir < 0 ? edge + 1 : g + 1, to = dir < 0 ? g - 1 : edge - 1;
         if (from > to)
@@ -293,7 +304,7 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
              * already passed (the search moved this way), else one. */
             int passed = 0;
             for (int k = g - dir; k >= 0 && k < n; k -= dir)
-                passed |= !open_size(job, (size_t)k);
+                passed |= usable(job, (size_t)k) && !open_size(job, (size_t)k);
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
         int c = closest_open(job, from, to, target);

@@ -68,6 +68,11 @@ double bso_bs_expected_cost(const struct bso_bs_stat *s);
  * in log2(batch size) between measured sizes. NAN when nothing is measured. */
 double bso_policy_epoch_cost(const struct bso_job *job, size_t i);
 
+/* Records a device profile's measurements of size i (samples/s and J/sample; NAN or <= 0:
+ * not measured), which bso_policy_epoch_cost scales unmeasured sizes by. */
+void bso_policy_set_profile(struct bso_job *job, size_t i, double samples_per_s,
+                            double joules_per_sample);
+
 /* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size);
 

@@ -366,9 +366,7 @@ int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_
     /* The bso policy scales its cost estimates by the profile's cost per sample. */
     for (size_t i = 0; i < n && rc == 0 && job.spec.policy == BSO_POLICY_BSO; i++) {
         const size_t k = (size_t)bso_job_spec_index(&job.spec, e[i].batch_size);
-        struct bso_bs_stat *st = &job.stats[k];
-        st->profile_samples_per_s = isnan(e[i].samples_per_s) ? 0 : e[i].samples_per_s;
-        st->profile_joules_per_sample = isnan(e[i].joules_per_sample) ? 0 : e[i].joules_per_sample;
+        bso_policy_set_profile(&job, k, e[i].samples_per_s, e[i].joules_per_sample);
         if ((rc = bso_session_save(s, &job, BSO_CHANGED_STATS, NULL, false, k)) < 0)
             rc = db_error(s, rc, "profile", msg);
     }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "bso/client.h"
+#include "core/bso_policy.h"
 #include "core/job.h"
 #include "sim/sim.h"
 
@@ -15,10 +16,13 @@ static int make_spec(const struct sim_job *job, const struct sim_options *opt,
 {
     bso_job_spec_defaults(spec);
     struct bso_spec_errors errs = {0};
-    int64_t sizes[SIM_MAX_BS];
+    int64_t sizes[2 * SIM_MAX_BS];
+    size_t n = 0;
     for (size_t i = 0; i < job->n_bs; i++)
-        sizes[i] = job->bs[i].bs;
-    bso_job_spec_set_batch_sizes(spec, sizes, job->n_bs, &errs);
+        sizes[n++] = job->bs[i].bs;
+    for (size_t u = 0; opt->unfit_sizes && u < job->n_unfit; u++)
+        sizes[n++] = job->unfit[u]; /* all larger than the fitting ones: still ascending */
+    bso_job_spec_set_batch_sizes(spec, sizes, n, &errs);
     bso_job_spec_set_text(spec, BSO_SPEC_JOB_ID_PREFIX, "sim", 3, &errs);
     bso_job_spec_set_text(spec, BSO_SPEC_GPU_MODEL, job->gpu, strlen(job->gpu), &errs);
     spec->default_batch_size = job->default_bs;
@@ -81,6 +85,33 @@ static int local_report(void *ctx, int64_t bs, int64_t trial, double time, doubl
     return 0;
 }
 
+static int local_end_trial(void *ctx, int64_t bs, int64_t trial)
+{
+    (void)bs;
+    (void)trial;
+    struct local *l = ctx;
+    unsigned changed;
+    size_t stat;
+    bso_job_end_trial(&l->job, &l->trial, &changed, &stat);
+    return 0;
+}
+
+/* What the server does with a posted profile (service.c): rates for the policy, and the
+ * sizes that do not fit marked in the spec. */
+static int local_profile(void *ctx, const struct sim_profile_entry *e, size_t n)
+{
+    struct local *l = ctx;
+    for (size_t k = 0; k < n; k++) {
+        const int i = bso_job_spec_index(&l->job.spec, e[k].bs);
+        if (i < 0)
+            continue;
+        bso_spec_set_unfit(&l->job.spec, (size_t)i, !e[k].feasible);
+        if (l->job.spec.policy == BSO_POLICY_BSO)
+            bso_policy_set_profile(&l->job, (size_t)i, e[k].samples_per_s, e[k].joules_per_sample);
+    }
+    return 0;
+}
+
 static void local_close(void *ctx)
 {
     struct local *l = ctx;
@@ -118,6 +149,43 @@ static int remote_report(void *ctx, int64_t bs, int64_t trial, double time, doub
     }
     *stop = a.stop_train;
     *converged = a.converged;
+    return 0;
+}
+
+/* POST /jobs/ID/profile, as bso.probe's report would. */
+static int remote_profile(void *ctx, const struct sim_profile_entry *e, size_t n)
+{
+    struct remote *r = ctx;
+    char path[BSO_CLIENT_ID_MAX + 32], body[2 * SIM_MAX_BS * 128 + 64];
+    size_t o = (size_t)snprintf(body, sizeof body, "{\"device\":\"trace\",\"batch_sizes\":[");
+    for (size_t k = 0; k < n; k++) {
+        if (!e[k].feasible) {
+            o += (size_t)snprintf(body + o, sizeof body - o,
+                                  "%s{\"batch_size\":%" PRId64 ",\"feasible\":false}", k ? "," : "",
+                                  e[k].bs);
+            continue;
+        }
+        o += (size_t)snprintf(body + o, sizeof body - o,
+                              "%s{\"batch_size\":%" PRId64 ",\"feasible\":true,"
+                              "\"samples_per_s\":%.17g,\"joules_per_sample\":%.17g}",
+                              k ? "," : "", e[k].bs, e[k].samples_per_s, e[k].joules_per_sample);
+    }
+    snprintf(body + o, sizeof body - o, "]}");
+    snprintf(path, sizeof path, "/jobs/%s/profile", r->job_id);
+    if (bso_client_post(r->c, path, body) < 0) {
+        snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
+        return -1;
+    }
+    return 0;
+}
+
+static int remote_end_trial(void *ctx, int64_t bs, int64_t trial)
+{
+    struct remote *r = ctx;
+    if (bso_client_end_trial(r->c, r->job_id, bs, trial) < 0) {
+        snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
+        return -1;
+    }
     return 0;
 }
 
@@ -167,7 +235,8 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
             return -1;
         }
         l->err = drv->err;
-        *drv = (struct sim_driver){l, local_predict, local_report, local_close, ""};
+        *drv = (struct sim_driver){
+            l, local_predict, local_report, local_profile, local_end_trial, local_close, ""};
         l->err = drv->err;
         return 0;
     }
@@ -190,7 +259,8 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
         free(r);
         return -1;
     }
-    *drv = (struct sim_driver){r, remote_predict, remote_report, remote_close, ""};
+    *drv = (struct sim_driver){
+        r, remote_predict, remote_report, remote_profile, remote_end_trial, remote_close, ""};
     r->err = drv->err;
     return 0;
 }

@@ -20,6 +20,8 @@ static int usage(FILE *f)
     fprintf(f,
             "usage: bso-sim --gpu NAME[,NAME...] [--traces DIR] [--workload NAME|all]\n"
             "               [--workloads FILE] [--policy zeus,bso] [--power max,jit]\n"
+            "               [--profile none,probe] [--probe-noise 0.05] [--probe-steps 4]\n"
+            "               [--unfit-sizes skip|register]\n"
             "               [--recurrences N] [--seeds A-B] [--eta 0.5] [--beta 2|none]\n"
             "               [--out DIR] [--server URL] [--decisions FILE|-]\n"
             "\n"
@@ -28,7 +30,14 @@ static int usage(FILE *f)
             "from --traces, else BSO_TRACES, else ../shared/traces. With --server the decisions\n"
             "come from a live bso-server over HTTP instead of the in-process policy.\n"
             "Writes summary.csv, curves.csv and regret.svg to --out (default sim-out);\n"
-            "--decisions writes every run (batch size, outcome, cost) as CSV.\n");
+            "--decisions writes every run (batch size, outcome, cost) as CSV.\n"
+            "--profile probe gives the policy a device profile derived from the traces before the\n"
+            "first recurrence (samples/s and J/sample per batch size, each rate off by a\n"
+            "log-normal --probe-noise), and charges the first recurrence --probe-steps training\n"
+            "steps at every batch size for it.\n"
+            "--unfit-sizes register also lists the trained batch sizes beyond the largest the\n"
+            "GPU's trace has: they do not fit, and a run at one dies of out-of-memory at once\n"
+            "(no report, 60 s lost); a profile marks them infeasible.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -60,10 +69,11 @@ int main(int argc, char **argv)
         traces = "../shared/traces";
     const char *gpus = NULL, *workload = "all", *workloads_file = NULL;
     const char *out_dir = "sim-out";
-    const char *policies = "zeus", *powers = "max", *decisions = NULL;
+    const char *policies = "zeus", *powers = "max", *profiles = "none", *decisions = NULL;
     plan.opt.eta = 0.5;
     plan.opt.beta = 2.0;
     plan.opt.recurrences = 50;
+    plan.opt.probe = (struct sim_probe_options){.steps = 4, .noise = 0.05};
     int64_t seed_a = 1, seed_b = 20;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -85,6 +95,20 @@ int main(int argc, char **argv)
             policies = v;
         } else if (strcmp(a, "--power") == 0) {
             powers = v;
+        } else if (strcmp(a, "--profile") == 0) {
+            profiles = v;
+        } else if (strcmp(a, "--probe-noise") == 0) {
+            if (!parse_num(v, &d) || d < 0 || d > 2)
+                return fail("--probe-noise must be in [0, 2] (0: exact)"), 2;
+            plan.opt.probe.noise = d;
+        } else if (strcmp(a, "--probe-steps") == 0) {
+            if (!parse_num(v, &d) || d < 1 || d > 1e6 || d != floor(d))
+                return fail("--probe-steps must be a whole number from 1"), 2;
+            plan.opt.probe.steps = (int64_t)d;
+        } else if (strcmp(a, "--unfit-sizes") == 0) {
+            if (strcmp(v, "skip") && strcmp(v, "register"))
+                return fail("--unfit-sizes takes skip or register, not '%s'", v), 2;
+            plan.opt.unfit_sizes = strcmp(v, "register") == 0;
         } else if (strcmp(a, "--recurrences") == 0) {
             if (!parse_num(v, &d) || d < 1 || d > 1e6 || d != floor(d))
                 return fail("--recurrences must be a whole number from 1"), 2;
@@ -124,10 +148,12 @@ int main(int argc, char **argv)
     }
     if (!gpus)
         return fail("--gpu is required, e.g. --gpu v100,a40 (see --help)"), 2;
-    /* Every (policy, power) combination asked for, e.g. --policy zeus,bso --power max,jit. */
-    char list_p[64], list_w[64];
+    /* Every (policy, power, profile) combination asked for, e.g. --policy zeus,bso --power
+     * max,jit --profile none,probe. */
+    char list_p[64], list_w[64], list_f[64];
     snprintf(list_p, sizeof list_p, "%s", policies);
-    char *sp = NULL, *sw = NULL;
+    char *sp = NULL, *sw = NULL, *sf = NULL;
+    bool any_profile = false;
     for (char *pol = strtok_r(list_p, ",", &sp); pol; pol = strtok_r(NULL, ",", &sp)) {
         int id = bso_policy_parse(pol);
         if (id < 0)
@@ -136,10 +162,17 @@ int main(int argc, char **argv)
         for (char *pw = strtok_r(list_w, ",", &sw); pw; pw = strtok_r(NULL, ",", &sw)) {
             if (strcmp(pw, "max") && strcmp(pw, "jit"))
                 return fail("--power takes max and jit, not '%s'", pw), 2;
-            if (plan.n_arms == SIM_MAX_ARMS)
-                return fail("at most %d policy x power combinations", SIM_MAX_ARMS), 2;
-            plan.policies[plan.n_arms] = id;
-            plan.jit[plan.n_arms++] = strcmp(pw, "jit") == 0;
+            snprintf(list_f, sizeof list_f, "%s", profiles);
+            for (char *pf = strtok_r(list_f, ",", &sf); pf; pf = strtok_r(NULL, ",", &sf)) {
+                if (strcmp(pf, "none") && strcmp(pf, "probe"))
+                    return fail("--profile takes none and probe, not '%s'", pf), 2;
+                if (plan.n_arms == SIM_MAX_ARMS)
+                    return fail("at most %d policy x power x profile combinations", SIM_MAX_ARMS),
+                           2;
+                plan.arms[plan.n_arms++] = (struct sim_arm){
+                    .policy = id, .jit = strcmp(pw, "jit") == 0, .profile = !strcmp(pf, "probe")};
+                any_profile |= strcmp(pf, "probe") == 0;
+            }
         }
     }
 
@@ -161,6 +194,12 @@ int main(int argc, char **argv)
             ws[picked++] = ws[i];
     if (picked == 0)
         return fail("no workload named '%s' (known: all, or a dataset of the table)", workload), 2;
+    for (size_t i = 0; i < picked && any_profile; i++)
+        if (ws[i].samples_per_epoch <= 0)
+            return fail("--profile probe needs workload %s's samples_per_epoch (a column of "
+                        "--workloads) to charge the probe's cost",
+                        ws[i].dataset),
+                   2;
 
     if (mkdir(out_dir, 0777) < 0 && errno != EEXIST)
         return fail("cannot create %s: %s", out_dir, strerror(errno));

@@ -16,8 +16,9 @@ int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
         for (size_t a = 0; a < plan->n_arms; a++) {
             struct sim_cell *cell = &plan->cells[j][a];
             struct sim_options opt = plan->opt;
-            opt.policy = plan->policies[a];
-            opt.jit = plan->jit[a];
+            opt.policy = plan->arms[a].policy;
+            opt.jit = plan->arms[a].jit;
+            opt.profile = plan->arms[a].profile;
             sim_reference_costs(&plan->jobs[j], opt.eta, opt.jit, &cell->oracle, &cell->base);
             cell->curve = calloc((size_t)n, sizeof(double));
             if (!cell->curve) {
@@ -67,26 +68,28 @@ static double vs_base(const struct sim_plan *p, const struct sim_cell *c)
 
 static const char *arm_name(const struct sim_plan *p, size_t a, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s/%s", bso_policy_name(p->policies[a]), p->jit[a] ? "jit" : "max");
+    const struct sim_arm *arm = &p->arms[a];
+    snprintf(buf, cap, "%s/%s%s", bso_policy_name(arm->policy), arm->jit ? "jit" : "max",
+             arm->profile ? "+probe" : "");
     return buf;
 }
 
 void sim_print_table(const struct sim_plan *p, FILE *f)
 {
-    fprintf(f, "%-14s %-6s %-9s %10s %10s %9s %8s %7s\n", "workload", "gpu", "policy", "vs oracle",
+    fprintf(f, "%-14s %-6s %-13s %10s %10s %9s %8s %7s\n", "workload", "gpu", "policy", "vs oracle",
             "vs base", "settle", "failed", "N");
     for (size_t a = 0; a < p->n_arms; a++) {
         char name[32];
         double log_o = 0, log_b = 0;
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
-            fprintf(f, "%-14s %-6s %-9s %10.4f %10.4f %9.1f %8.2f %7lld\n", p->jobs[j].w.dataset,
+            fprintf(f, "%-14s %-6s %-13s %10.4f %10.4f %9.1f %8.2f %7lld\n", p->jobs[j].w.dataset,
                     p->jobs[j].gpu, arm_name(p, a, name, sizeof name), vs_oracle(p, c),
                     vs_base(p, c), c->settle, c->failed, (long long)p->opt.recurrences);
             log_o += log(vs_oracle(p, c));
             log_b += log(vs_base(p, c));
         }
-        fprintf(f, "%-14s %-6s %-9s %10.4f %10.4f\n\n", "geomean", "", name,
+        fprintf(f, "%-14s %-6s %-13s %10.4f %10.4f\n\n", "geomean", "", name,
                 exp(log_o / (double)p->n_jobs), exp(log_b / (double)p->n_jobs));
     }
 }
@@ -105,10 +108,11 @@ static FILE *open_out(const char *dir, const char *name, char *err, size_t errca
  * regret in units of the oracle's cost (how many extra recurrences' worth it paid). */
 static void write_svg(const struct sim_plan *p, FILE *f)
 {
-    static const char *const colors[] = {"#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"};
+    static const char *const colors[] = {"#d62728", "#1f77b4", "#ff7f0e", "#2ca02c",
+                                         "#9467bd", "#8c564b", "#e377c2", "#17becf"};
     const int cols = 4, pw = 260, ph = 190, pad = 40;
     const int rows = (int)((p->n_jobs + (size_t)cols - 1) / (size_t)cols);
-    const int width = cols * pw, height = rows * ph + 40;
+    const int width = cols * pw, height = rows * ph + 60; /* legend, then caption */
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
             "font-family=\"sans-serif\" font-size=\"11\">\n"
@@ -116,8 +120,8 @@ static void write_svg(const struct sim_plan *p, FILE *f)
             width, height);
     for (size_t a = 0; a < p->n_arms; a++) {
         char name[32];
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n", 10 + (int)a * 140,
-                height - 12, colors[a % 4], arm_name(p, a, name, sizeof name));
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n", 10 + (int)a * 125,
+                height - 32, colors[a % 8], arm_name(p, a, name, sizeof name));
     }
     const int64_t n = p->opt.recurrences;
     for (size_t j = 0; j < p->n_jobs; j++) {
@@ -147,7 +151,7 @@ static void write_svg(const struct sim_plan *p, FILE *f)
         for (size_t a = 0; a < p->n_arms; a++) {
             const struct sim_cell *c = &p->cells[j][a];
             fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-                    colors[a % 4]);
+                    colors[a % 8]);
             double acc = 0;
             for (int64_t r = 0; r < n; r++) {
                 acc += (c->curve[r] - c->oracle) / c->oracle;
@@ -170,30 +174,34 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
     if (!s)
         return -1;
     fprintf(s, "workload,gpu,policy,power,recurrences,seeds,cost_mean,cost_sd,oracle_cost,"
-               "base_cost,ratio_vs_oracle,ratio_vs_base,settle_recurrences,failed_runs\n");
+               "base_cost,ratio_vs_oracle,ratio_vs_base,settle_recurrences,failed_runs,"
+               "profile\n");
     for (size_t a = 0; a < p->n_arms; a++)
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
-            fprintf(s, "%s,%s,%s,%s,%lld,%lld-%lld,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.2f,%.2f\n",
-                    p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(p->policies[a]),
-                    p->jit[a] ? "jit" : "max", (long long)p->opt.recurrences,
+            const struct sim_arm *arm = &p->arms[a];
+            fprintf(s, "%s,%s,%s,%s,%lld,%lld-%lld,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.2f,%.2f,%s\n",
+                    p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
+                    arm->jit ? "jit" : "max", (long long)p->opt.recurrences,
                     (long long)p->seed_first, (long long)p->seed_last, c->mean, c->sd, c->oracle,
-                    c->base, vs_oracle(p, c), vs_base(p, c), c->settle, c->failed);
+                    c->base, vs_oracle(p, c), vs_base(p, c), c->settle, c->failed,
+                    arm->profile ? "probe" : "none");
         }
     fclose(s);
     FILE *cv = open_out(dir, "curves.csv", err, errcap);
     if (!cv)
         return -1;
-    fprintf(cv, "workload,gpu,policy,power,recurrence,mean_cost,cumulative_regret\n");
+    fprintf(cv, "workload,gpu,policy,power,recurrence,mean_cost,cumulative_regret,profile\n");
     for (size_t a = 0; a < p->n_arms; a++)
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
+            const struct sim_arm *arm = &p->arms[a];
             double acc = 0;
             for (int64_t r = 0; r < p->opt.recurrences; r++) {
                 acc += c->curve[r] - c->oracle;
-                fprintf(cv, "%s,%s,%s,%s,%lld,%.6g,%.6g\n", p->jobs[j].w.dataset, p->jobs[j].gpu,
-                        bso_policy_name(p->policies[a]), p->jit[a] ? "jit" : "max",
-                        (long long)r + 1, c->curve[r], acc);
+                fprintf(cv, "%s,%s,%s,%s,%lld,%.6g,%.6g,%s\n", p->jobs[j].w.dataset, p->jobs[j].gpu,
+                        bso_policy_name(arm->policy), arm->jit ? "jit" : "max", (long long)r + 1,
+                        c->curve[r], acc, arm->profile ? "probe" : "none");
             }
         }
     fclose(cv);

@@ -8,7 +8,13 @@
 #include "sim/sim.h"
 
 #define SIM_MAX_JOBS 64
-#define SIM_MAX_ARMS 4 /* (policy, power) combinations */
+#define SIM_MAX_ARMS 8 /* (policy, power, profile) combinations */
+
+struct sim_arm {
+    int policy;   /* enum bso_policy */
+    bool jit;     /* --power jit, else max */
+    bool profile; /* --profile probe, else none */
+};
 
 struct sim_cell { /* one job under one (policy, power) over all seeds */
     double oracle, base;
@@ -20,9 +26,8 @@ struct sim_cell { /* one job under one (policy, power) over all seeds */
 struct sim_plan {
     struct sim_job jobs[SIM_MAX_JOBS];
     size_t n_jobs;
-    struct sim_options opt; /* eta, beta, recurrences, server */
-    int policies[SIM_MAX_ARMS];
-    bool jit[SIM_MAX_ARMS];
+    struct sim_options opt; /* eta, beta, recurrences, server, probe */
+    struct sim_arm arms[SIM_MAX_ARMS];
     size_t n_arms;
     int64_t seed_first, seed_last;
     struct sim_cell cells[SIM_MAX_JOBS][SIM_MAX_ARMS];

@@ -3,12 +3,16 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/cost.h"
 #include "core/rng.h"
+#include "sim/profile.h"
+
+/* What a run that does not fit costs before it dies: process start, data loading, model set-up
+ * and the first step, at the largest fitting size's power. */
+#define SIM_OOM_SECONDS 60.0
 
 static double epoch_cost(const struct sim_job *job, size_t b, size_t p, double eta)
 {
@@ -78,17 +82,30 @@ static uint32_t fnv(const char *s)
     return h;
 }
 
+void sim_seed_stream(bso_rng *rng, const struct sim_job *job, int64_t seed, int64_t bs, uint32_t k)
+{
+    const uint32_t words[6] = {(uint32_t)seed,      (uint32_t)((uint64_t)seed >> 32),
+                               fnv(job->w.dataset), fnv(job->w.network),
+                               (uint32_t)bs,        k};
+    bso_rng_seed_words(rng, words, 6);
+}
+
 /* The training path of the k-th run at batch size index b: drawn from a stream seeded by
  * (seed, workload, batch size, k) only, so every policy meets the same paths. */
 static int64_t path_epoch(const struct sim_job *job, int64_t seed, size_t b, int64_t k)
 {
     const struct sim_bs *s = &job->bs[b];
-    const uint32_t words[6] = {(uint32_t)seed,      (uint32_t)((uint64_t)seed >> 32),
-                               fnv(job->w.dataset), fnv(job->w.network),
-                               (uint32_t)s->bs,     (uint32_t)k};
     bso_rng rng;
-    bso_rng_seed_words(&rng, words, 6);
+    sim_seed_stream(&rng, job, seed, s->bs, (uint32_t)k);
     return s->target_epoch[bso_rng_bounded(&rng, s->n_paths - 1)];
+}
+
+static bool is_unfit(const struct sim_job *job, int64_t bs)
+{
+    for (size_t u = 0; u < job->n_unfit; u++)
+        if (job->unfit[u] == bs)
+            return true;
+    return false;
 }
 
 struct run_state {
@@ -107,6 +124,22 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
         return -1;
     }
     const size_t b = bs_index(job, bs);
+    if (b == SIZE_MAX && opt->unfit_sizes && is_unfit(job, bs)) {
+        /* Out of memory at its first step: the start-up is lost, and no report comes. */
+        const struct sim_bs *top = &job->bs[job->n_bs - 1];
+        const double w = top->power[top->n_pl - 1];
+        *cost = bso_cost(SIM_OOM_SECONDS * w, SIM_OOM_SECONDS, opt->eta, job->max_power);
+        *bs_out = bs;
+        *reached = false;
+        if (drv->end_trial(drv->ctx, bs, trial) < 0) {
+            snprintf(err, errcap, "%s", drv->err);
+            return -1;
+        }
+        if (opt->trace)
+            fprintf(opt->trace, "%s,%s,%lld,%lld,%lld,-1,out-of-memory,%.6g\n", job->w.dataset,
+                    job->gpu, (long long)opt->seed, (long long)trial, (long long)bs, *cost);
+        return 0;
+    }
     if (b == SIZE_MAX) {
         snprintf(err, errcap, "the policy chose batch size %lld, which has no trace",
                  (long long)bs);
@@ -171,6 +204,18 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
     memset(&st, 0, sizeof st);
     int64_t last_bs = -1;
     int rc = 0;
+    if (opt->profile) {
+        /* The probe runs once before the first recurrence, which pays for it. */
+        struct sim_profile_entry prof[2 * SIM_MAX_BS];
+        sim_profile_derive(job, &opt->probe, opt->seed, prof);
+        const size_t n = job->n_bs + (opt->unfit_sizes ? job->n_unfit : 0);
+        if ((rc = drv.profile(drv.ctx, prof, n)) < 0)
+            snprintf(err, errcap, "%s", drv.err);
+        double time, energy;
+        sim_probe_cost(job, &opt->probe, &time, &energy);
+        if (opt->recurrences > 0)
+            res->cost[0] += bso_cost(energy, time, opt->eta, job->max_power);
+    }
     for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
         bool reached = false;
         int attempts = 0;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "core/rng.h"
+#include "sim/profile.h"
 #include "sim/traces.h"
 
 /* The policy being replayed, behind three calls: in-process (the core) or over HTTP. */
@@ -20,14 +22,21 @@ struct sim_driver {
     int (*predict)(void *ctx, int64_t *bs, int64_t *trial);
     int (*report)(void *ctx, int64_t bs, int64_t trial, double time, double energy, double metric,
                   int64_t epoch, bool *stop, bool *converged);
+    /* Hands the policy a device profile (one entry per batch size). */
+    int (*profile)(void *ctx, const struct sim_profile_entry *e, size_t n);
+    /* Ends a run that will not report (it ran out of memory). */
+    int (*end_trial)(void *ctx, int64_t bs, int64_t trial);
     void (*close)(void *ctx);
     char err[512];
 };
 
 struct sim_options {
     double eta;
-    double beta; /* <= 0: early stopping off */
-    bool jit;    /* --power jit */
+    double beta;  /* <= 0: early stopping off */
+    bool jit;     /* --power jit */
+    bool profile; /* --profile probe: a probe profiles every size before the first recurrence */
+    struct sim_probe_options probe;
+    bool unfit_sizes; /* --unfit-sizes register: the job also lists the sizes that do not fit */
     int64_t recurrences;
     int64_t seed;
     int policy;         /* enum bso_policy */
@@ -41,6 +50,10 @@ struct sim_result {
     int64_t failed_runs;
     int64_t settle; /* recurrences until the successful batch size stopped changing */
 };
+
+/* Seeds rng from (seed, workload, batch size, k) only: the common random numbers that every
+ * policy meets. k tells the streams of one size apart (the k-th run's path, the profile). */
+void sim_seed_stream(bso_rng *rng, const struct sim_job *job, int64_t seed, int64_t bs, uint32_t k);
 
 /* Opens the driver for one seeded job on `job`. 0, or -1 with drv->err set. */
 int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,

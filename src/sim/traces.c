@@ -8,13 +8,17 @@
 #include <string.h>
 #include <strings.h>
 
+/* Samples per epoch are the public training sets' sizes: CIFAR-100's 50,000 images,
+ * ImageNet-1k's 1,281,167, SQuAD v1.1's 88,641 BERT features (384 tokens, stride 128),
+ * LibriSpeech's 960 hours (281,241 utterances), MovieLens-1M's 994,169 training ratings with
+ * NCF's four negatives each, Sentiment140's 1.6 million tweets. Only the probe's cost uses them. */
 static const struct sim_workload builtin[] = {
-    {"cifar100", "shufflenetv2", "adadelta", 0.60, true, 100, 1024},
-    {"imagenet", "resnet50", "adadelta", 0.65, true, 100, 256},
-    {"squad", "bert_base_uncased", "adamw", 84.0, true, 6, 32},
-    {"librispeech", "deepspeech2", "adamw", 40.0, false, 16, 192},
-    {"movielens-1m", "ncf", "adam", 0.41, true, 100, 1024},
-    {"sentiment140", "bert_base_uncased", "adamw", 0.84, true, 10, 128},
+    {"cifar100", "shufflenetv2", "adadelta", 0.60, true, 100, 1024, 50000},
+    {"imagenet", "resnet50", "adadelta", 0.65, true, 100, 256, 1281167},
+    {"squad", "bert_base_uncased", "adamw", 84.0, true, 6, 32, 88641},
+    {"librispeech", "deepspeech2", "adamw", 40.0, false, 16, 192, 281241},
+    {"movielens-1m", "ncf", "adam", 0.41, true, 100, 1024, 4970845},
+    {"sentiment140", "bert_base_uncased", "adamw", 0.84, true, 10, 128, 1600000},
 };
 
 const struct sim_workload *sim_builtin_workloads(size_t *n)
@@ -132,6 +136,10 @@ int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, c
     struct csv c;
     if (csv_open(&c, path, cols, 7, err, errcap) < 0)
         return -1;
+    int samples_col = -1; /* optional */
+    for (int k = 0; k < c.n; k++)
+        if (strcmp(c.field[k], "samples_per_epoch") == 0)
+            samples_col = k;
     int n = 0, rc;
     while ((rc = csv_next(&c, 7, err, errcap)) > 0) {
         if ((size_t)n == cap) {
@@ -156,6 +164,14 @@ int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, c
         w->higher_is_better = strcasecmp(hib, "true") == 0;
         w->max_epochs = max_epochs;
         w->default_bs = def;
+        w->samples_per_epoch = 0;
+        if (samples_col >= 0 && samples_col < c.n && *c.field[samples_col] &&
+            !count(c.field[samples_col], &w->samples_per_epoch)) {
+            snprintf(err, errcap, "%s:%d: samples_per_epoch must be a whole number from 1", path,
+                     c.line);
+            rc = -1;
+            break;
+        }
         n++;
     }
     fclose(c.f);
@@ -179,6 +195,19 @@ static struct sim_bs *bs_slot(struct sim_job *job, int64_t bs, bool create)
     memset(b, 0, sizeof(*b));
     b->bs = bs;
     return b;
+}
+
+/* Records a trained size too large for the GPU, once, keeping the list ascending. */
+static void add_unfit(struct sim_job *job, int64_t bs)
+{
+    size_t k = 0;
+    while (k < job->n_unfit && job->unfit[k] < bs)
+        k++;
+    if ((k < job->n_unfit && job->unfit[k] == bs) || job->n_unfit == SIM_MAX_BS)
+        return;
+    memmove(&job->unfit[k + 1], &job->unfit[k], (job->n_unfit - k) * sizeof job->unfit[0]);
+    job->unfit[k] = bs;
+    job->n_unfit++;
 }
 
 static int cmp_bs(const void *a, const void *b)
@@ -244,6 +273,9 @@ int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, str
         return -1;
     }
 
+    int64_t largest = 0; /* of the power trace: larger trained sizes do not fit this GPU */
+    for (size_t i = 0; i < job->n_bs; i++)
+        largest = job->bs[i].bs > largest ? job->bs[i].bs : largest;
     static const char *const tcols[] = {"dataset",   "network",       "batch_size",
                                         "optimizer", "target_metric", "target_epoch"};
     snprintf(path, sizeof path, "%s/summary_train.csv", dir);
@@ -263,6 +295,8 @@ int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, str
             break;
         }
         struct sim_bs *b = bs_slot(job, bs, false);
+        if (!b && bs > largest)
+            add_unfit(job, bs);
         if (!b || b->n_paths == SIM_MAX_PATHS)
             continue; /* no power data for this size on this GPU */
         /* An empty cell, "nan", or a non-positive epoch: this run never reached the target. */

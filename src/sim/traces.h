@@ -20,14 +20,16 @@ struct sim_workload {
     double target;
     bool higher_is_better;
     int64_t max_epochs;
-    int64_t default_bs; /* before capping at the largest batch size the GPU trace has */
+    int64_t default_bs;        /* before capping at the largest batch size the GPU trace has */
+    int64_t samples_per_epoch; /* the training set's size (the probe's cost); 0: unknown */
 };
 
 /* Built-in workloads (the README's table). *n gets the count. */
 const struct sim_workload *sim_builtin_workloads(size_t *n);
 
 /* Reads workloads from a CSV with the header
- * dataset,network,optimizer,target_metric,higher_is_better,max_epochs,default_batch_size.
+ * dataset,network,optimizer,target_metric,higher_is_better,max_epochs,default_batch_size and,
+ * optionally, samples_per_epoch.
  * Returns the count, or -1 with a reason in err. */
 int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, char *err,
                        size_t errcap);
@@ -51,6 +53,10 @@ struct sim_job {
     struct sim_bs bs[SIM_MAX_BS]; /* ascending; sizes present in both files with paths */
     int64_t default_bs;           /* capped at the largest batch size in the power trace */
     double max_power;             /* the largest power limit in the GPU's trace */
+    /* Sizes the training trace has beyond the largest the GPU's power trace has: they did
+     * not fit its memory (ascending). Registered only with --unfit-sizes. */
+    size_t n_unfit;
+    int64_t unfit[SIM_MAX_BS];
 };
 
 /* Loads workload w for GPU gpu from dir. Returns 0, or -1 with a reason in err (missing files,
