@@ -5,6 +5,7 @@
  *   gpu KEY=VALUE...             one GPU; keys:
  *     name="NVIDIA A100"  uuid=GPU-...  max_mw=400000  limit_mw=300000  power_mw=250000
  *     energy=counter|unsupported|error   power=ok|unsupported
+ *     util=N|unsupported   GPU utilisation in percent (default unsupported)
  *     reset_ms=N   the energy counter restarts from 0 at N ms after init
  *     lost_ms=N    every call on this GPU fails with GPU_IS_LOST from N ms after init
  * The energy counter grows at power_mw, in real time since init, from a large start value (as
@@ -30,12 +31,14 @@ EXPORT int nvmlDeviceGetTotalEnergyConsumption(void *dev, unsigned long long *mj
 EXPORT int nvmlDeviceGetPowerUsage(void *dev, unsigned *mw);
 EXPORT int nvmlDeviceGetPowerManagementLimitConstraints(void *dev, unsigned *lo, unsigned *hi);
 EXPORT int nvmlDeviceGetPowerManagementLimit(void *dev, unsigned *mw);
+EXPORT int nvmlDeviceGetUtilizationRates(void *dev, unsigned *util);
 
 struct fake_gpu {
     char name[96], uuid[96];
     unsigned max_mw, limit_mw, power_mw;
     int energy; /* 0 counter, 1 unsupported, 2 error */
     int power_unsupported;
+    int util; /* percent; -1: unsupported */
     long reset_ms, lost_ms;
 };
 
@@ -59,6 +62,7 @@ static void parse_gpu(char *p, struct fake_gpu *g, unsigned index)
     g->max_mw = 300000;
     g->limit_mw = 250000;
     g->power_mw = 200000;
+    g->util = -1;
     while (*p) {
         while (*p == ' ' || *p == '\t')
             p++;
@@ -92,6 +96,8 @@ static void parse_gpu(char *p, struct fake_gpu *g, unsigned index)
             g->energy = !strcmp(val, "unsupported") ? 1 : !strcmp(val, "error") ? 2 : 0;
         else if (!strcmp(key, "power"))
             g->power_unsupported = !strcmp(val, "unsupported");
+        else if (!strcmp(key, "util"))
+            g->util = !strcmp(val, "unsupported") ? -1 : atoi(val);
         else if (!strcmp(key, "reset_ms"))
             g->reset_ms = atol(val);
         else if (!strcmp(key, "lost_ms"))
@@ -221,4 +227,17 @@ EXPORT int nvmlDeviceGetPowerManagementLimit(void *dev, unsigned *mw)
 {
     *mw = ((struct fake_gpu *)dev)->limit_mw;
     return check(dev);
+}
+
+/* nvmlUtilization_t is {unsigned gpu, memory}. */
+EXPORT int nvmlDeviceGetUtilizationRates(void *dev, unsigned *util)
+{
+    struct fake_gpu *g = dev;
+    if (check(dev))
+        return 15;
+    if (g->util < 0)
+        return 3;
+    util[0] = (unsigned)g->util;
+    util[1] = (unsigned)g->util / 2;
+    return 0;
 }

@@ -2,6 +2,7 @@
  * source, the labels, counter resets and wraps, lost GPUs, GPU selection, and the estimate. */
 #include "helpers.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,26 @@ static void test_energy_counter(void **state)
     assert_string_equal(bso_energy_source_name(w.source), "nvml-counter");
     assert_false(w.estimated);
     assert_int_equal(w.cpu_source, BSO_SOURCE_NONE);
+    assert_true(isnan(w.utilization_pct)); /* the fake reports none unless told */
+    bso_monitor_free(m);
+}
+
+/* Utilisation: the mean of the GPUs' busy shares over the window, sampled with the power, or
+ * read once at the end of a window shorter than a sampling period; GPUs that do not report
+ * it are left out. */
+static void test_utilization(void **state)
+{
+    (void)state;
+    bso_monitor *m = open_monitor("gpu util=30\ngpu util=70\ngpu util=unsupported\n");
+    struct bso_measurement w = window(m, 200);
+    assert_true(w.utilization_pct == 50);
+    assert_int_equal(bso_monitor_begin(m, "short"), 0);
+    assert_int_equal(bso_monitor_end(m, "short", &w), 0); /* no sample inside */
+    assert_true(w.utilization_pct == 50);
+    bso_monitor_free(m);
+    m = open_monitor("gpu util=unsupported\n");
+    w = window(m, 100);
+    assert_true(isnan(w.utilization_pct));
     bso_monitor_free(m);
 }
 
@@ -274,6 +295,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_energy_counter),
+        cmocka_unit_test(test_utilization),
         cmocka_unit_test(test_power_integration_when_counter_unsupported),
         cmocka_unit_test(test_counter_reset),
         cmocka_unit_test(test_lost_gpu),

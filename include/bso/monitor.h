@@ -94,6 +94,10 @@ struct bso_measurement {
     enum bso_energy_source gpu_source[BSO_MAX_GPUS];
     double cpu_energy_j; /* when cpu_source is rapl */
     enum bso_energy_source cpu_source;
+    /* The watched GPUs' mean busy share over the window, in percent (NVML's utilisation,
+     * sampled with the power); NAN when NVML does not report it. A low value while the
+     * batch size grows says the input pipeline, not the GPU, limits throughput. */
+    double utilization_pct;
 };
 
 /* Ends a window and writes what it measured. BSO_ENOTFOUND for an unknown name; BSO_EIO when a

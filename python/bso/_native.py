@@ -69,7 +69,7 @@ class Measurement(ctypes.Structure):
                 ("source", ctypes.c_int), ("estimated", ctypes.c_bool),
                 ("n_gpus", ctypes.c_size_t), ("gpu_energy_j", ctypes.c_double * MAX_GPUS),
                 ("gpu_source", ctypes.c_int * MAX_GPUS), ("cpu_energy_j", ctypes.c_double),
-                ("cpu_source", ctypes.c_int)]
+                ("cpu_source", ctypes.c_int), ("utilization_pct", ctypes.c_double)]
 
 
 lib = load()

@@ -1,6 +1,7 @@
 """Energy measurement windows over libbso's monitor (NVML counter or sampled power, RAPL, or a
 labelled estimate)."""
 import ctypes
+import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
@@ -12,7 +13,8 @@ from .exceptions import BSOConfigError
 class Measurement:
     """What one window measured. total_energy is the job's energy in joules: the GPUs', else
     the CPU packages' (RAPL), else an estimate; `source` says which, and `estimated` is true
-    only for the estimate."""
+    only for the estimate. utilization: the GPUs' mean busy share over the window in percent
+    (NVML), or None where it is not reported."""
     time: float
     total_energy: float
     source: str
@@ -21,6 +23,7 @@ class Measurement:
     gpu_source: Dict[int, str] = field(default_factory=dict)
     cpu_energy: float = 0.0
     cpu_source: str = "none"
+    utilization: Optional[float] = None
 
 
 @dataclass
@@ -100,7 +103,8 @@ class EnergyMonitor:
             gpu_energy={self.gpus[i].index: out.gpu_energy_j[i] for i in range(out.n_gpus)},
             gpu_source={self.gpus[i].index: _source(out.gpu_source[i])
                         for i in range(out.n_gpus)},
-            cpu_energy=out.cpu_energy_j, cpu_source=_source(out.cpu_source))
+            cpu_energy=out.cpu_energy_j, cpu_source=_source(out.cpu_source),
+            utilization=None if math.isnan(out.utilization_pct) else out.utilization_pct)
 
     def close(self) -> None:
         if getattr(self, "_m", None):

@@ -36,6 +36,7 @@ class ProbeResult:
     joules_per_sample: Optional[float] = None
     peak_memory_bytes: Optional[int] = None
     error: str = ""
+    utilization: Optional[float] = None  # the GPUs' busy share (%) over the measured steps
 
 
 @dataclasses.dataclass
@@ -141,10 +142,11 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     samples, on the model's device; loss_fn(output, *rest) is the training loss. monitor (a
     bso.EnergyMonitor) adds joules per sample. oom_errors: the exceptions that mean
     out-of-memory (default torch's). memory_used, for tests: the bytes the last step used,
-    instead of measuring them. utilization: the device's busy share in percent over the last
-    steps (default on CUDA: torch.cuda.utilization(), where NVML answers); with it, a
-    throughput that stops growing while the device idles is reported as input-bound. clock,
-    for tests: the time in seconds."""
+    instead of measuring them. The device's busy share in percent comes from the monitor's
+    NVML readings over the largest fitting size's steps; without them, from utilization() (a
+    hook; default on CUDA: torch.cuda.utilization()). With it, a throughput that stops growing
+    while the device idles is reported as input-bound. clock, for tests: the time in
+    seconds."""
     sizes = sorted(set(int(b) for b in batch_sizes))
     if not sizes or sizes[0] <= 0 or len(sizes) > 256:
         raise BSOConfigError("batch_sizes must be 1 to 256 positive sizes")
@@ -179,7 +181,8 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                 if on_cuda:
                     torch.cuda.synchronize()
                 elapsed = clock() - start
-                energy = monitor.end_window("bso-probe").total_energy if monitor else None
+                window = monitor.end_window("bso-probe") if monitor else None
+                energy = window.total_energy if window else None
             finally:
                 if peak:
                     peak.__exit__(None, None, None)
@@ -187,7 +190,8 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     else memory_used() if memory_used else peak.used)
             samples = bs * steps
             result = ProbeResult(bs, True, True, samples / elapsed,
-                                 energy / samples if energy is not None else None, int(used))
+                                 energy / samples if energy is not None else None, int(used),
+                                 utilization=window.utilization if window else None)
             if memory_budget_bytes is not None and not on_cuda and used > memory_budget_bytes:
                 result.feasible = False
                 result.error = "peak memory %d bytes over the budget of %d" % (
@@ -220,8 +224,11 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     finally:
         saved.restore()
     results = [measured[bs] for bs in sizes]
-    busy = None
-    if utilization is not None or on_cuda:
+    # How busy the device was at the largest size that fits: the monitor's NVML readings over
+    # its steps, else the hook, else torch's reading now.
+    busy = next((r.utilization for r in reversed(results)
+                 if r.feasible and r.utilization is not None), None)
+    if busy is None and (utilization is not None or on_cuda):
         try:
             busy = float((utilization or torch.cuda.utilization)())
         except Exception:  # no NVML behind torch: unknown

@@ -2,6 +2,7 @@
 #include "bso/monitor.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,6 +25,10 @@ struct gpu {
     double integral_j;
     double last_power_w;
     double last_t;
+    /* Utilisation samples: their sum (percent) and count; utilization_ok once one answered */
+    double util_sum;
+    double util_n;
+    bool utilization_ok;
 };
 
 struct window {
@@ -31,6 +36,7 @@ struct window {
     double t0;
     double gpu_j[BSO_MAX_GPUS];
     double cpu_j;
+    double util_sum[BSO_MAX_GPUS], util_n[BSO_MAX_GPUS];
 };
 
 struct bso_monitor {
@@ -172,7 +178,19 @@ static int setup_gpu(bso_monitor *m, struct gpu *g, int index)
     } else {
         g->info.source = BSO_SOURCE_NONE;
     }
+    unsigned util[2];
+    g->utilization_ok = n->utilization && n->utilization(g->dev, util) == NVML_OK;
     return 0;
+}
+
+/* Adds one utilisation reading of g. Called with the lock held. */
+static void sample_utilization(bso_monitor *m, struct gpu *g)
+{
+    unsigned util[2]; /* nvmlUtilization_t: gpu, memory */
+    if (g->utilization_ok && m->nvml.utilization(g->dev, util) == NVML_OK) {
+        g->util_sum += util[0];
+        g->util_n += 1;
+    }
 }
 
 /* Energy so far of one GPU, in joules since the monitor started. Called with the lock held. */
@@ -210,6 +228,7 @@ static void sample(bso_monitor *m)
         struct gpu *g = &m->gpus[i];
         unsigned mw;
         double unused_j;
+        sample_utilization(m, g);
         if (g->info.source == BSO_SOURCE_NVML_COUNTER) {
             gpu_energy(m, g, t, &unused_j);
             continue;
@@ -310,7 +329,7 @@ int bso_monitor_new(const struct bso_monitor_options *opt_in, bso_monitor **out,
                   opt.cpu ? rapl_why : "CPU measurement off");
     bool needs_sampler = m->have_rapl;
     for (size_t i = 0; i < m->n_gpus; i++)
-        needs_sampler |= m->gpus[i].info.source != BSO_SOURCE_NONE;
+        needs_sampler |= m->gpus[i].info.source != BSO_SOURCE_NONE || m->gpus[i].utilization_ok;
     if (rc == 0 && needs_sampler) {
         if (pthread_create(&m->sampler, NULL, sampler_main, m) != 0)
             rc = fail(m, BSO_ENOMEM, "cannot start the power sampling thread");
@@ -428,12 +447,36 @@ int bso_monitor_begin(bso_monitor *m, const char *name)
         memset(w, 0, sizeof(*w));
         snprintf(w->name, sizeof w->name, "%s", name);
         w->t0 = now_s();
+        for (size_t i = 0; i < m->n_gpus; i++) {
+            w->util_sum[i] = m->gpus[i].util_sum;
+            w->util_n[i] = m->gpus[i].util_n;
+        }
         rc = read_all(m, w->t0, w->gpu_j, &w->cpu_j);
         if (rc == 0)
             m->n_windows++;
     }
     pthread_mutex_unlock(&m->lock);
     return rc;
+}
+
+/* The GPUs' mean busy share over window w: the sampler's readings in it, or one reading now
+ * for a window shorter than a sampling period. NAN when NVML does not say. Lock held. */
+static double window_utilization(bso_monitor *m, const struct window *w)
+{
+    double sum = 0;
+    size_t known = 0;
+    for (size_t i = 0; i < m->n_gpus; i++) {
+        struct gpu *g = &m->gpus[i];
+        if (!g->utilization_ok)
+            continue;
+        if (g->util_n == w->util_n[i])
+            sample_utilization(m, g);
+        if (g->util_n > w->util_n[i]) {
+            sum += (g->util_sum - w->util_sum[i]) / (g->util_n - w->util_n[i]);
+            known++;
+        }
+    }
+    return known ? sum / (double)known : NAN;
 }
 
 int bso_monitor_end(bso_monitor *m, const char *name, struct bso_measurement *out)
@@ -461,6 +504,7 @@ int bso_monitor_end(bso_monitor *m, const char *name, struct bso_measurement *ou
         out->gpu_energy_j[i] = gpu_j[i] - w->gpu_j[i];
         gpu_total += out->gpu_energy_j[i];
     }
+    out->utilization_pct = window_utilization(m, w);
     out->cpu_source = bso_monitor_cpu_source(m);
     out->cpu_energy_j = m->have_rapl ? cpu_j - w->cpu_j : 0;
     out->source = bso_monitor_source(m);

@@ -44,6 +44,9 @@ bool bso_nvml_open(struct nvml *n, char *why, size_t cap)
         /* Function pointers from dlsym: copied as bytes, the portable way under -Wpedantic. */
         memcpy((char *)n + table[i].offset, &fn, sizeof fn);
     }
+    void *util = dlsym(n->lib, "nvmlDeviceGetUtilizationRates");
+    if (util)
+        memcpy(&n->utilization, &util, sizeof util);
     int rc = n->init();
     if (rc != NVML_OK) {
         snprintf(why, cap, "nvmlInit failed: %s", n->error_string(rc));

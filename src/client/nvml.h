@@ -32,6 +32,9 @@ struct nvml {
     int (*power_usage)(nvml_device, unsigned *);                   /* mW */
     int (*limit_constraints)(nvml_device, unsigned *, unsigned *); /* mW */
     int (*power_limit)(nvml_device, unsigned *);                   /* mW */
+    /* Optional (NULL when the library lacks it): nvmlDeviceGetUtilizationRates, whose struct
+     * is {unsigned gpu, memory}, percent of the last sample period busy. */
+    int (*utilization)(nvml_device, unsigned *);
 };
 
 /* Loads and initialises NVML. false (with a reason in why) when there is no usable NVML. */

@@ -4,6 +4,7 @@ the model and optimizer put back bit for bit, the input-bound warning, and the p
 to a real server."""
 import os
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -136,6 +137,30 @@ class Probe(unittest.TestCase):
         self.assertFalse(busy.input_bound)
         unknown = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, **common)
         self.assertFalse(unknown.input_bound)  # on a CPU, without a utilization: no claim
+        # The monitor's own NVML readings over the steps (a fake NVML here), without a hook.
+        for util, bound in ((20, True), (97, False)):
+            with tempfile.TemporaryDirectory() as d:
+                script = os.path.join(d, "nvml.txt")
+                with open(script, "w") as f:
+                    f.write("gpu util=%d power_mw=100000\n" % util)
+                env = {"BSO_NVML_LIBRARY": os.environ["BSO_FAKE_NVML_LIB"],
+                       "BSO_FAKE_NVML": script, "BSO_POWERCAP_ROOT": "/nonexistent"}
+                saved = {k: os.environ.get(k) for k in env}
+                os.environ.update(env)
+                try:
+                    mon = bso.EnergyMonitor(cpu=False)
+                    report = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS,
+                                             monitor=mon, **common)
+                    mon.close()
+                finally:
+                    for k, v in saved.items():
+                        if v is None:
+                            os.environ.pop(k, None)
+                        else:
+                            os.environ[k] = v
+                self.assertEqual(report.utilization, util)
+                self.assertEqual(report.results[-1].utilization, util)
+                self.assertEqual(report.input_bound, bound)
 
     def test_errors(self):
         m, opt = self.model()
