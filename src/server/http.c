@@ -2,6 +2,8 @@
 #include "server/http.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <microhttpd.h>
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -16,6 +18,7 @@
 #include "bso/error.h"
 #include "server/auth.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/routes.h"
 
 struct bso_server {
@@ -27,6 +30,8 @@ struct bso_server {
     int port;
 };
 
+#define BSO_REQUEST_ID_MAX 64
+
 /* Per-connection state while a request body arrives. */
 struct pending {
     char *body;
@@ -36,7 +41,41 @@ struct pending {
     bool too_many_args; /* the query string was dropped unparsed: answer 414 */
     bool started;       /* on_request has seen the headers */
     struct timespec start;
+    char id[BSO_REQUEST_ID_MAX + 1]; /* X-Request-Id: the client's, or made here */
 };
+
+/* The request this thread is answering: its id goes on every answer (and log line). */
+static _Thread_local const char *current_id;
+
+/* A request id the client chose is kept when it is 1 to 64 characters of [A-Za-z0-9._-];
+ * otherwise one is made: 16 hex digits from a counter mixed with the process's start. */
+static void request_id(struct MHD_Connection *c, char *out)
+{
+    const char *given = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Request-Id");
+    size_t n = given ? strlen(given) : 0;
+    bool ok = n > 0 && n <= BSO_REQUEST_ID_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (given[i] >= 'a' && given[i] <= 'z') || (given[i] >= 'A' && given[i] <= 'Z') ||
+             (given[i] >= '0' && given[i] <= '9') || given[i] == '.' || given[i] == '_' ||
+             given[i] == '-';
+    if (ok) {
+        memcpy(out, given, n + 1);
+        return;
+    }
+    static _Atomic uint64_t counter;
+    static uint64_t salt;
+    if (!salt) { /* racy but harmless: any value of it will do */
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        salt =
+            ((uint64_t)t.tv_sec * 1000000007u) ^ (uint64_t)t.tv_nsec ^ ((uint64_t)getpid() << 40);
+    }
+    uint64_t x =
+        salt + atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) * 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull; /* splitmix64's finaliser */
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    snprintf(out, BSO_REQUEST_ID_MAX + 1, "%016llx", (unsigned long long)(x ^ (x >> 31)));
+}
 
 /* libmicrohttpd keeps every query parameter in the connection's small memory pool; a flood of
  * them leaves no room for an answer, and it then neither answers nor closes (0.9.75). No route
@@ -87,6 +126,8 @@ static enum MHD_Result send_json_with(struct MHD_Connection *c, unsigned status,
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (current_id)
+        MHD_add_response_header(r, "X-Request-Id", current_id);
     if (challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"bso\"");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
@@ -117,6 +158,27 @@ static enum MHD_Result too_large(struct MHD_Connection *c, size_t max)
     return message(c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
 }
 
+/* A routed answer: JSON, or a raw body (metrics, dashboard files). */
+static enum MHD_Result send_response(struct MHD_Connection *c, struct bso_response *res)
+{
+    if (!res->raw)
+        return send_json_with(c, res->status, &res->body, res->bearer_challenge);
+    jb_free(&res->body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        res->raw_len, res->raw, res->raw_owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!r) {
+        if (res->raw_owned)
+            free(res->raw);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
+    if (current_id)
+        MHD_add_response_header(r, "X-Request-Id", current_id);
+    enum MHD_Result ok = MHD_queue_response(c, res->status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 static double ms_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -126,10 +188,18 @@ static double ms_since(const struct timespec *t0)
 
 /* A request whose headers took longer than --request-timeout to arrive: 408, and the
  * connection closes (libmicrohttpd closes it after an answer given before the body was read). */
-static enum MHD_Result request_timeout(struct MHD_Connection *c, struct pending *p)
+/* An answer given before routing (408, 414), counted as unrouted. */
+static enum MHD_Result early_answer(struct MHD_Connection *c, struct pending *p, unsigned status,
+                                    const char *msg)
 {
     p->answered = true;
-    return message(c, MHD_HTTP_REQUEST_TIMEOUT, "The request took too long to arrive.");
+    bso_metrics_request(BSO_METRICS_UNROUTED, status, ms_since(&p->start) / 1e3);
+    return message(c, status, msg);
+}
+
+static enum MHD_Result request_timeout(struct MHD_Connection *c, struct pending *p)
+{
+    return early_answer(c, p, MHD_HTTP_REQUEST_TIMEOUT, "The request took too long to arrive.");
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -141,11 +211,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct pending *p = *con_cls;
     if (!p)
         return MHD_NO; /* on_uri ran out of memory */
+    current_id = p->id;
+    bso_log_set_request(p->started ? p->id : NULL);
     if (!p->started) {
         p->started = true;
+        request_id(c, p->id);
+        bso_log_set_request(p->id);
         if (p->too_many_args) {
             p->answered = true;
-            return message(c, MHD_HTTP_URI_TOO_LONG, "Too many query parameters.");
+            return early_answer(c, p, MHD_HTTP_URI_TOO_LONG, "Too many query parameters.");
         }
         if (ms_since(&p->start) > 1e3 * srv->cfg.request_timeout_s)
             return request_timeout(c, p);
@@ -153,6 +227,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
             p->answered = true;
+            bso_metrics_request(BSO_METRICS_UNROUTED, MHD_HTTP_CONTENT_TOO_LARGE,
+                                ms_since(&p->start) / 1e3);
             return too_large(c, srv->cfg.max_body);
         }
         return MHD_YES;
@@ -189,8 +265,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (p->answered)
         return MHD_YES;
     p->answered = true;
-    if (p->too_large)
+    if (p->too_large) {
+        bso_metrics_request(BSO_METRICS_UNROUTED, MHD_HTTP_CONTENT_TOO_LARGE,
+                            ms_since(&p->start) / 1e3);
         return too_large(c, srv->cfg.max_body);
+    }
 
     struct bso_request req = {
         .conn = c,
@@ -205,8 +284,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct bso_response res = {.status = 200};
     jb_init(&res.body);
     bso_route(&req, &res);
-    log_debug("%s %s -> %u (%.2f ms)", method, url, res.status, ms_since(&p->start));
-    return send_json_with(c, res.status, &res.body, res.bearer_challenge);
+    const double ms = ms_since(&p->start);
+    bso_metrics_request(res.route, res.status, ms / 1e3);
+    log_debug("%s %s -> %u (%.2f ms)", method, url, res.status, ms);
+    enum MHD_Result ok = send_response(c, &res);
+    bso_log_set_request(NULL);
+    return ok;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -216,6 +299,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)c;
     (void)why;
     struct pending *p = *con_cls;
+    bso_log_set_request(NULL);
+    current_id = NULL;
     if (p) {
         free(p->body);
         free(p);

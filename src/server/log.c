@@ -60,6 +60,13 @@ static size_t json_escape(char *buf, size_t o, size_t cap, const char *s)
     return o;
 }
 
+static _Thread_local const char *request;
+
+void bso_log_set_request(const char *id)
+{
+    request = id;
+}
+
 void bso_log(enum bso_log_level level, const char *fmt, ...)
 {
     if (level < min_level)
@@ -81,10 +88,14 @@ void bso_log(enum bso_log_level level, const char *fmt, ...)
     if (log_format == BSO_LOG_JSON) {
         o = (size_t)snprintf(line, sizeof line, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":\"", ts,
                              names[level]);
-        o = json_escape(line, o, sizeof line - 3, msg);
+        o = json_escape(line, o, sizeof line - 80, msg);
+        if (request) /* ids are [A-Za-z0-9._-]: no escaping needed */
+            o += (size_t)snprintf(line + o, sizeof line - o, "\",\"request_id\":\"%s", request);
         o += (size_t)snprintf(line + o, sizeof line - o, "\"}\n");
     } else {
-        o = (size_t)snprintf(line, sizeof line, "%s %s %s\n", ts, upper[level], msg);
+        o = (size_t)snprintf(line, sizeof line, "%s %s %s%s%s%s\n", ts, upper[level], msg,
+                             request ? " [request " : "", request ? request : "",
+                             request ? "]" : "");
         if (o >= sizeof line)
             o = sizeof line - 1;
     }

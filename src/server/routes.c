@@ -18,7 +18,9 @@
 #include "core/pyfmt.h"
 #include "server/codec.h"
 #include "server/log.h"
+#include "server/metrics.h"
 #include "server/service.h"
+#include "server/ui_assets.h"
 
 #define BSO_VERSION "0.1.0"
 
@@ -41,6 +43,7 @@ static void details(struct bso_response *res, const struct bso_details *ds)
 static void unavailable(struct bso_response *res, const char *what, const char *detail)
 {
     log_error("%s: %s", what, detail);
+    bso_metrics_db_error();
     jb_free(&res->body);
     message(res, 503, "The database is unavailable; try again.");
 }
@@ -746,32 +749,91 @@ static void h_profile(struct bso_request *req, struct bso_response *res)
     bso_session_release(s);
 }
 
+/* GET /metrics: Prometheus text (metrics.h); the database part is left out, with a 200 still,
+ * when the database does not answer, so a scrape shows the errors. */
+static void h_metrics(struct bso_request *req, struct bso_response *res)
+{
+    struct bso_metrics_db db = {0};
+    struct bso_session *s;
+    if (bso_store_session(req->store, &s) == 0) {
+        db.has_counts =
+            bso_session_begin_read(s) == 0 && bso_session_tally(s, db.jobs, db.trials) == 0;
+        bso_session_rollback(s);
+        bso_session_release(s);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        message(res, 503, "The server is out of memory.");
+        return;
+    }
+    bso_metrics_write(f, bso_route_label, &db, BSO_VERSION, bso_store_backend(req->store));
+    fclose(f);
+    res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    res->raw = text;
+    res->raw_len = len;
+    res->raw_owned = true;
+}
+
+/* GET /ui and /ui/FILE: the dashboard's files, embedded in the binary (ui_assets.h). They hold
+ * no data: the page reads the API with the browser's token, so they are served to anyone. */
+static void h_ui(struct bso_request *req, struct bso_response *res)
+{
+    const char *name = req->segment ? req->segment : "index.html";
+    const struct bso_ui_asset *a = bso_ui_asset_find(name);
+    if (!a) {
+        message(res, 404, "No such dashboard file.");
+        return;
+    }
+    res->content_type = a->content_type;
+    res->raw = (char *)a->data;
+    res->raw_len = a->len;
+    res->raw_owned = false;
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 struct route {
     const char *method;
     const char *pattern; /* "{}" matches one path segment */
     void (*handler)(struct bso_request *req, struct bso_response *res);
-    bool open; /* served without a token (probes) */
+    bool open;         /* served without a token (probes, the dashboard's static files) */
+    const char *label; /* the metrics' route label */
 };
 
 static const struct route routes[] = {
-    {"POST", "/jobs", h_register, false},
-    {"DELETE", "/jobs", h_delete_job, false},
-    {"GET", "/jobs", h_list_jobs, false},
-    {"GET", "/jobs/batch_size", h_predict, false},
-    {"POST", "/report", h_report, false},
-    {"PATCH", "/trials", h_end_trial, false},
+    {"POST", "/jobs", h_register, false, "/jobs"},
+    {"DELETE", "/jobs", h_delete_job, false, "/jobs"},
+    {"GET", "/jobs", h_list_jobs, false, "/jobs"},
+    {"GET", "/jobs/batch_size", h_predict, false, "/jobs/batch_size"},
+    {"POST", "/report", h_report, false, "/report"},
+    {"PATCH", "/trials", h_end_trial, false, "/trials"},
     /* /jobs/{}/trials and /reset before /jobs/{}, which matches them too (job ids may contain '/').
      */
-    {"GET", "/jobs/{}/trials", h_list_trials, false},
-    {"POST", "/jobs/{}/reset", h_reset_job, false},
-    {"POST", "/jobs/{}/profile", h_profile, false},
-    {"GET", "/jobs/{}", h_get_job, false},
-    {"GET", "/healthz", h_healthz, true},
-    {"GET", "/readyz", h_readyz, true},
-    {"GET", "/version", h_version, true},
+    {"GET", "/jobs/{}/trials", h_list_trials, false, "/jobs/{job_id}/trials"},
+    {"POST", "/jobs/{}/reset", h_reset_job, false, "/jobs/{job_id}/reset"},
+    {"POST", "/jobs/{}/profile", h_profile, false, "/jobs/{job_id}/profile"},
+    {"GET", "/jobs/{}", h_get_job, false, "/jobs/{job_id}"},
+    {"GET", "/healthz", h_healthz, true, "/healthz"},
+    {"GET", "/readyz", h_readyz, true, "/readyz"},
+    {"GET", "/version", h_version, true, "/version"},
+    {"GET", "/metrics", h_metrics, false, "/metrics"},
+    {"GET", "/ui", h_ui, true, "/ui"},
+    {"GET", "/ui/", h_ui, true, "/ui"},
+    {"GET", "/ui/{}", h_ui, true, "/ui/{file}"},
 };
+
+_Static_assert(sizeof routes / sizeof routes[0] < BSO_METRICS_ROUTES, "a metrics slot each");
+
+int bso_route_label(int slot, const char **route, const char **method)
+{
+    if (slot < 0 || (size_t)slot >= sizeof routes / sizeof routes[0])
+        return 0;
+    *route = routes[slot].label;
+    *method = routes[slot].method;
+    return 1;
+}
 
 /* Who sent the request (req->who), or false with a 401 (or 503) written. */
 static bool authenticate(struct bso_request *req, struct bso_response *res)
@@ -817,6 +879,7 @@ static bool match(const char *pattern, const char *path, char *seg, size_t cap)
 
 void bso_route(struct bso_request *req, struct bso_response *res)
 {
+    res->route = BSO_METRICS_UNROUTED;
     char seg[BSO_JOB_ID_MAX + 2];
     bool path_known = false;
     /* Exact paths first, so /jobs/batch_size is never taken for a job id. */
@@ -830,7 +893,8 @@ void bso_route(struct bso_request *req, struct bso_response *res)
             path_known = true;
             if (strcmp(r->method, req->method) != 0)
                 continue;
-            req->segment = seg;
+            req->segment = strstr(r->pattern, "{}") ? seg : NULL;
+            res->route = (int)i;
             if (!r->open && !authenticate(req, res))
                 return;
             r->handler(req, res);

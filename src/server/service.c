@@ -11,6 +11,7 @@
 #include "core/pyfmt.h"
 #include "os/os.h"
 #include "server/log.h"
+#include "server/metrics.h"
 
 __attribute__((format(printf, 3, 4))) static int say(char *msg, int code, const char *fmt, ...)
 {
@@ -25,6 +26,7 @@ __attribute__((format(printf, 3, 4))) static int say(char *msg, int code, const 
 static int db_error(struct bso_session *s, int rc, const char *what, char *msg)
 {
     log_error("%s: %s (%s)", what, bso_session_errmsg(s), bso_strerror(rc));
+    bso_metrics_db_error();
     return say(msg, BSO_EIO, "The database is unavailable; try again.");
 }
 

@@ -123,6 +123,7 @@ static void local_close(void *ctx)
 
 struct remote {
     bso_client *c;
+    bool keep; /* leave the job on the server */
     char job_id[BSO_CLIENT_ID_MAX];
     char *err;
 };
@@ -192,7 +193,8 @@ static int remote_end_trial(void *ctx, int64_t bs, int64_t trial)
 static void remote_close(void *ctx)
 {
     struct remote *r = ctx;
-    bso_client_delete(r->c, r->job_id);
+    if (!r->keep)
+        bso_client_delete(r->c, r->job_id);
     bso_client_free(r->c);
     free(r);
 }
@@ -262,5 +264,6 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
     *drv = (struct sim_driver){
         r, remote_predict, remote_report, remote_profile, remote_end_trial, remote_close, ""};
     r->err = drv->err;
+    r->keep = opt->keep_jobs;
     return 0;
 }

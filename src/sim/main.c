@@ -21,7 +21,7 @@ static int usage(FILE *f)
             "usage: bso-sim --gpu NAME[,NAME...] [--traces DIR] [--workload NAME|all]\n"
             "               [--workloads FILE] [--policy zeus,bso] [--power max,jit]\n"
             "               [--profile none,probe] [--probe-noise 0.05] [--probe-steps 4]\n"
-            "               [--unfit-sizes skip|register]\n"
+            "               [--unfit-sizes skip|register] [--keep-jobs yes|no]\n"
             "               [--recurrences N] [--seeds A-B] [--eta 0.5] [--beta 2|none]\n"
             "               [--out DIR] [--server URL] [--decisions FILE|-]\n"
             "\n"
@@ -37,7 +37,9 @@ static int usage(FILE *f)
             "steps at every batch size for it.\n"
             "--unfit-sizes register also lists the trained batch sizes beyond the largest the\n"
             "GPU's trace has: they do not fit, and a run at one dies of out-of-memory at once\n"
-            "(no report, 60 s lost); a profile marks them infeasible.\n");
+            "(no report, 60 s lost); a profile marks them infeasible.\n"
+            "--keep-jobs yes leaves the replayed jobs on the --server (to look at them in its\n"
+            "dashboard) instead of deleting them.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -105,6 +107,10 @@ int main(int argc, char **argv)
             if (!parse_num(v, &d) || d < 1 || d > 1e6 || d != floor(d))
                 return fail("--probe-steps must be a whole number from 1"), 2;
             plan.opt.probe.steps = (int64_t)d;
+        } else if (strcmp(a, "--keep-jobs") == 0) {
+            if (strcmp(v, "yes") && strcmp(v, "no"))
+                return fail("--keep-jobs takes yes or no, not '%s'", v), 2;
+            plan.opt.keep_jobs = strcmp(v, "yes") == 0;
         } else if (strcmp(a, "--unfit-sizes") == 0) {
             if (strcmp(v, "skip") && strcmp(v, "register"))
                 return fail("--unfit-sizes takes skip or register, not '%s'", v), 2;

@@ -36,6 +36,7 @@ struct sim_options {
     bool jit;     /* --power jit */
     bool profile; /* --profile probe: a probe profiles every size before the first recurrence */
     struct sim_probe_options probe;
+    bool keep_jobs;   /* --keep-jobs: leave the replayed jobs on the server (a dashboard's data) */
     bool unfit_sizes; /* --unfit-sizes register: the job also lists the sizes that do not fit */
     int64_t recurrences;
     int64_t seed;

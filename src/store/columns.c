@@ -23,6 +23,11 @@ int bso_column_trial_status(const char *t)
                                        : BSO_TRIAL_DISPATCHED;
 }
 
+int bso_column_stage(const char *t)
+{
+    return strcmp(t, "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+}
+
 int bso_column_parse_sizes(const char *text, struct bso_job_spec *spec)
 {
     const char *p = text;
@@ -111,7 +116,7 @@ int bso_column_read_job(const struct bso_row *r, struct bso_job *job)
     sp->max_power = r->f64(r->ctx, 15);
     sp->number_of_gpus = r->i64(r->ctx, 16);
     snprintf(sp->gpu_model, sizeof sp->gpu_model, "%s", r->text(r->ctx, 17));
-    job->stage = strcmp(r->text(r->ctx, 18), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+    job->stage = bso_column_stage(r->text(r->ctx, 18));
     job->has_min_cost = !r->null(r->ctx, 19);
     job->min_cost = r->f64(r->ctx, 19);
     job->min_cost_batch_size = r->i64(r->ctx, 20);
@@ -181,7 +186,7 @@ void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *ou
     memset(out, 0, sizeof *out);
     snprintf(out->job_id, sizeof out->job_id, "%s", r->text(r->ctx, 0));
     snprintf(out->gpu_model, sizeof out->gpu_model, "%s", r->text(r->ctx, 1));
-    out->stage = strcmp(r->text(r->ctx, 2), "MAB") == 0 ? BSO_STAGE_MAB : BSO_STAGE_PRUNING;
+    out->stage = bso_column_stage(r->text(r->ctx, 2));
     out->n_trials = r->i64(r->ctx, 3);
     out->has_min_cost = !r->null(r->ctx, 4);
     out->min_cost = r->f64(r->ctx, 4);

@@ -18,6 +18,8 @@
 /* A trial type or status from its stored name (an unknown one reads as the first). */
 int bso_column_trial_type(const char *name);
 int bso_column_trial_status(const char *name);
+/* enum bso_stage of a stored stage name ("Pruning", "MAB"). */
+int bso_column_stage(const char *name);
 
 /* Batch sizes "[8, 16, 32]" (as bso_pyintlist_repr writes them) into spec. 0, or BSO_EPARSE. */
 int bso_column_parse_sizes(const char *text, struct bso_job_spec *spec);

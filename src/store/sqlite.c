@@ -156,6 +156,8 @@ enum stmt_id {
     ST_LIST_JOBS,
     ST_LIST_TRIALS,
     ST_COUNT_TRIALS,
+    ST_TALLY_JOBS,
+    ST_TALLY_TRIALS,
     ST_LOAD_STATS,
     ST_SAVE_STAT,
     ST_SAVE_PROFILE,
@@ -228,6 +230,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LIST_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged,"
                        " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = ?1"
                        " AND trial_number > ?2 ORDER BY trial_number LIMIT ?3",
+    [ST_TALLY_JOBS] = "SELECT stage, count(*) FROM job GROUP BY stage",
+    [ST_TALLY_TRIALS] = "SELECT status, count(*) FROM trial GROUP BY status",
     [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = ?1 GROUP BY status",
     [ST_LOAD_STATS] =
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
@@ -1255,6 +1259,26 @@ static int be_count_trials(struct bso_session *s, const char *job_id, int64_t co
     return rc == SQLITE_DONE ? 0 : db_fail(s, "count trials");
 }
 
+/* Rows of (name, count) from statement id, each added where index_of(name) says. */
+static int tally_rows(struct bso_session *s, int id, int (*index_of)(const char *), int64_t *out)
+{
+    sqlite3_stmt *st = stmt(s, id);
+    if (!st)
+        return BSO_EIO;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        out[index_of(col_text(st, 0))] += sqlite3_column_int64(st, 1);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "tally");
+}
+
+static int be_tally(struct bso_session *s, int64_t jobs[2], int64_t trials[3])
+{
+    jobs[0] = jobs[1] = trials[0] = trials[1] = trials[2] = 0;
+    int rc = tally_rows(s, ST_TALLY_JOBS, bso_column_stage, jobs);
+    return rc < 0 ? rc : tally_rows(s, ST_TALLY_TRIALS, bso_column_trial_status, trials);
+}
+
 static int be_ping(struct bso_session *s)
 {
     if (sqlite3_exec(ss(s)->db, "SELECT 1 FROM job LIMIT 1", NULL, NULL, NULL) != SQLITE_OK)
@@ -1455,6 +1479,7 @@ const struct bso_store_ops bso_sqlite_ops = {
     .list_jobs = be_list_jobs,
     .list_trials = be_list_trials,
     .count_trials = be_count_trials,
+    .tally = be_tally,
     .ping = be_ping,
     .save_profile = be_save_profile,
     .list_profile = be_list_profile,

@@ -539,6 +539,12 @@ int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t 
     return rc < 0 ? rc : s->ops->count_trials(s, job_id, counts);
 }
 
+int bso_session_tally(struct bso_session *s, int64_t jobs[2], int64_t trials[3])
+{
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->tally(s, jobs, trials);
+}
+
 int bso_session_ping(struct bso_session *s)
 {
     const int rc = ensure_tx(s);

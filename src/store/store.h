@@ -146,6 +146,9 @@ int bso_session_waiting_trials(struct bso_session *s, const char *before, int64_
 int bso_session_longest_run(struct bso_session *s, const char *job_id, double *seconds);
 /* Counts of a job's trials by status (indexed by enum bso_trial_status). */
 int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t counts[3]);
+/* Every tenant's jobs by stage (indexed by enum bso_stage) and trials by status (enum
+ * bso_trial_status): the server's metrics. Ignores the session's scope. */
+int bso_session_tally(struct bso_session *s, int64_t jobs[2], int64_t trials[3]);
 /* Whether the database answers (for readiness probes). */
 int bso_session_ping(struct bso_session *s);
 

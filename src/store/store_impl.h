@@ -73,6 +73,7 @@ struct bso_store_ops {
     int (*waiting_trials)(struct bso_session *s, const char *before, int64_t limit,
                           int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx);
     int (*longest_run)(struct bso_session *s, const char *job_id, double *seconds);
+    int (*tally)(struct bso_session *s, int64_t jobs[2], int64_t trials[3]);
     int (*ping)(struct bso_session *s);
     int (*save_profile)(struct bso_session *s, const char *job_id,
                         const struct bso_profile_entry *e, size_t n);

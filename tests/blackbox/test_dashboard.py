@@ -1,0 +1,175 @@
+"""The dashboard and /metrics against a real bso-server filled by a seeded simulation, with API
+tokens on: headless Chromium (Debian's) driven by playwright-core (tests/ui/dashboard.mjs)
+checks that the jobs list shows every job, that each job page draws its charts with the right
+number of points, that navigation works and that a browser without a token is refused;
+/metrics is parsed and checked against the same workload. Screenshots are kept in
+BSO_UI_ARTIFACTS (default: a temporary directory)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import unittest
+import urllib.request
+
+from harness import BIN, Server
+
+SIM = os.environ.get("BSO_SIM_BIN", "bso-sim")
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRACES = os.environ.get("BSO_TRACES") or os.path.join(HERE, "..", "..", "..", "shared", "traces")
+MODULES = os.environ.get("BSO_WEB_MODULES", "")
+CHROMIUM = os.environ.get("BSO_CHROMIUM", "/usr/bin/chromium")
+# In CI the browser test must run; elsewhere it is skipped where chromium or npm are missing.
+REQUIRED = os.environ.get("CI") == "true"
+HAVE_BROWSER = os.path.exists(CHROMIUM) and os.path.isdir(os.path.join(MODULES, "playwright-core"))
+
+
+def parse_metrics(text):
+    """{(name, frozenset(labels)): value} from Prometheus text format."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r'^([a-z_]+)(?:\{(.*)\})? (\S+)$', line)
+        assert m, "bad metrics line: %r" % line
+        labels = frozenset(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        out[(m.group(1), labels)] = float(m.group(3))
+    return out
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
+                     "the shared traces are not beside the repository")
+class Dashboard(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server().__enter__()
+        out = subprocess.run([BIN, "token", "create", "--tenant", "ops", "--admin", "--database",
+                              cls.srv.database], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        cls.token = out.stdout.strip()
+        cls.url = "http://127.0.0.1:%d" % cls.srv.port
+        env = dict(os.environ, BSO_TOKEN=cls.token)
+        with tempfile.TemporaryDirectory() as d:
+            for workload in ("squad", "librispeech", "cifar100"):
+                out = subprocess.run([SIM, "--traces", TRACES, "--gpu", "v100", "--workload",
+                                      workload, "--policy", "bso,zeus", "--seeds", "3",
+                                      "--recurrences", "12", "--server", cls.url,
+                                      "--keep-jobs", "yes", "--out", d],
+                                     capture_output=True, text=True, timeout=600, env=env)
+                assert out.returncode == 0, out.stderr
+        cls.jobs = []
+        for j in cls.get("/jobs")["jobs"]:
+            job = cls.get("/jobs/" + j["job_id"])
+            cls.jobs.append({"job_id": j["job_id"], "trials": j["trials"],
+                             "batch_sizes": len(job["spec"]["batch_sizes"]),
+                             "default_batch_size": job["spec"]["default_batch_size"]})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.__exit__(None, None, None)
+
+    @classmethod
+    def get(cls, path, token=True, raw=False):
+        req = urllib.request.Request(cls.url + path)
+        if token:
+            req.add_header("Authorization", "Bearer " + cls.token)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            body = r.read().decode()
+            return (r, body) if raw else json.loads(body)
+
+    def test_browser(self):
+        if not HAVE_BROWSER:
+            if REQUIRED:
+                self.fail("chromium or playwright-core is missing (%s, %s)" % (CHROMIUM, MODULES))
+            self.skipTest("no chromium or playwright-core here")
+        self.assertEqual(len(self.jobs), 6)
+        out_dir = os.environ.get("BSO_UI_ARTIFACTS") or tempfile.mkdtemp(prefix="bso-ui-")
+        os.makedirs(out_dir, exist_ok=True)
+        expected = os.path.join(out_dir, "expected.json")
+        with open(expected, "w") as f:
+            json.dump({"jobs": self.jobs}, f)
+        node = shutil.which("node") or "node"
+        out = subprocess.run([node, os.path.join(HERE, "..", "ui", "dashboard.mjs"), self.url,
+                              expected, out_dir, self.token], capture_output=True, text=True,
+                             timeout=600, env=dict(os.environ, BSO_WEB_MODULES=MODULES))
+        print(out.stdout[-3000:], out.stderr[-3000:])
+        self.assertEqual(out.returncode, 0, out.stdout[-2000:] + out.stderr[-2000:])
+        self.assertIn("all dashboard checks passed", out.stdout)
+        for shot in ("refused.png", "jobs.png"):
+            self.assertGreater(os.path.getsize(os.path.join(out_dir, shot)), 5000)
+
+    def test_static_files_are_served_without_a_token(self):
+        r, body = self.get("/ui/", token=False, raw=True)
+        self.assertTrue(r.headers["Content-Type"].startswith("text/html"))
+        self.assertIn('src="app.js"', body)
+        r, body = self.get("/ui/app.js", token=False, raw=True)
+        self.assertTrue(r.headers["Content-Type"].startswith("text/javascript"))
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            self.get("/ui/../bso.db", token=False)
+        self.assertEqual(e.exception.code, 404)
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            self.get("/jobs", token=False)  # the data itself needs the token
+        self.assertEqual(e.exception.code, 401)
+
+    def test_metrics(self):
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            self.get("/metrics", token=False)
+        self.assertEqual(e.exception.code, 401)
+        r, text = self.get("/metrics", raw=True)
+        self.assertTrue(r.headers["Content-Type"].startswith("text/plain; version=0.0.4"))
+        m = parse_metrics(text)
+        jobs = sum(v for (n, _), v in m.items() if n == "bso_jobs")
+        self.assertEqual(jobs, len(self.jobs))
+        trials = sum(j["trials"] for j in self.jobs)
+        got = {dict(l)["status"]: v for (n, l), v in m.items() if n == "bso_trials"}
+        self.assertEqual(sum(got.values()), trials)
+        self.assertEqual(got["Dispatched"], 0)
+        # Every trial was asked for and reported at least once over HTTP.
+        key = ("bso_http_requests_total",
+               frozenset({("route", "/jobs/batch_size"), ("method", "GET"), ("status", "200")}))
+        self.assertGreaterEqual(m[key], trials)
+        report = m[("bso_http_requests_total",
+                    frozenset({("route", "/report"), ("method", "POST"), ("status", "200")}))]
+        self.assertGreater(report, trials)
+        # The histogram: cumulative buckets ending at the request count.
+        lab = frozenset({("route", "/report"), ("method", "POST")})
+        count = m[("bso_http_request_duration_seconds_count", lab)]
+        self.assertEqual(count, report)
+        buckets = sorted((float(dict(l)["le"]), v) for (n, l), v in m.items()
+                         if n == "bso_http_request_duration_seconds_bucket"
+                         and dict(l)["route"] == "/report")
+        self.assertEqual(buckets[-1], (float("inf"), count))
+        self.assertTrue(all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])))
+        self.assertGreater(m[("bso_http_request_duration_seconds_sum", lab)], 0)
+        self.assertEqual(m[("bso_db_errors_total", frozenset())], 0)
+        self.assertIn(("bso_http_requests_total",
+                       frozenset({("route", "/metrics"), ("method", "GET"), ("status", "401")})),
+                      m)
+        build = [l for (n, l) in m if n == "bso_build_info"]
+        self.assertEqual(len(build), 1)
+        self.assertIn(dict(build[0])["database"], ("sqlite", "postgres"))
+
+    def test_request_id(self):
+        req = urllib.request.Request(self.url + "/healthz", headers={"X-Request-Id": "trace-42"})
+        with urllib.request.urlopen(req) as r:
+            self.assertEqual(r.headers["X-Request-Id"], "trace-42")
+        ids = set()
+        for _ in range(3):
+            with urllib.request.urlopen(self.url + "/healthz") as r:
+                ids.add(r.headers["X-Request-Id"])
+        self.assertEqual(len(ids), 3)
+        self.assertTrue(all(re.fullmatch(r"[0-9a-f]{16}", i) for i in ids))
+        # An id with characters a log could be confused by is replaced, not echoed.
+        req = urllib.request.Request(self.url + "/healthz", headers={"X-Request-Id": "a b\"c"})
+        with urllib.request.urlopen(req) as r:
+            self.assertRegex(r.headers["X-Request-Id"], r"^[0-9a-f]{16}$")
+        # Errors carry it too.
+        req = urllib.request.Request(self.url + "/nope", headers={"X-Request-Id": "err-1"})
+        with self.assertRaises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req)
+        self.assertEqual(e.exception.headers["X-Request-Id"], "err-1")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,79 @@
+// Browser checks of bso-server's dashboard with headless Chromium (Debian's) driven by
+// playwright-core: node dashboard.mjs URL EXPECTED.json OUT_DIR [TOKEN].
+// EXPECTED.json (written by tests/blackbox/test_dashboard.py from the API) lists every job with
+// its trial count and batch sizes; screenshots go to OUT_DIR. Exit status 0 when all checks pass.
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const require = createRequire(process.env.BSO_WEB_MODULES + '/');
+const { chromium } = require('playwright-core');
+
+const [url, expectedPath, outDir, token] = process.argv.slice(2);
+const expected = JSON.parse(fs.readFileSync(expectedPath, 'utf8'));
+const failures = [];
+const check = (ok, what) => { console.log((ok ? 'ok   ' : 'FAIL ') + what); if (!ok) failures.push(what); };
+
+const browser = await chromium.launch({
+  executablePath: process.env.BSO_CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+  const errors = [];
+  page.on('pageerror', e => errors.push(String(e)));
+
+  // Without a token where tokens are required: the API refuses, the page says so.
+  if (token) {
+    await page.goto(url + '/ui/');
+    await page.waitForSelector('#app[data-ready="error"]', { timeout: 15000 });
+    check((await page.textContent('#error')).includes('401'), 'no token: the page shows the 401');
+    check(await page.isVisible('#token-form'), 'no token: the token form is shown');
+    check((await page.$$('tr.job-row')).length === 0, 'no token: no job is listed');
+    await page.screenshot({ path: path.join(outDir, 'refused.png') });
+    await page.fill('#token', token);
+    await page.click('#token-form button');
+  } else {
+    await page.goto(url + '/ui/');
+  }
+
+  // The jobs list: every job, sortable and filterable.
+  await page.waitForSelector('#app[data-ready="1"] #jobs', { timeout: 30000 });
+  const ids = await page.$$eval('tr.job-row td:first-child', tds => tds.map(td => td.textContent));
+  check(ids.length === expected.jobs.length, `jobs list shows ${ids.length} of ${expected.jobs.length} jobs`);
+  check(expected.jobs.every(j => ids.includes(j.job_id)), 'jobs list has every job id');
+  await page.screenshot({ path: path.join(outDir, 'jobs.png'), fullPage: true });
+  await page.click('th:has-text("Trials")');
+  const trialsAsc = await page.$$eval('tr.job-row td:nth-child(5)', tds => tds.map(td => Number(td.textContent)));
+  check(trialsAsc.every((x, i) => i === 0 || trialsAsc[i - 1] <= x), 'sorting by trials orders the rows');
+  const one = expected.jobs[0];
+  await page.fill('#filter', one.job_id);
+  check((await page.$$('tr.job-row')).length === 1, 'the filter keeps the one matching job');
+  await page.fill('#filter', '');
+
+  // A job page per job: charts with the right number of points, statuses, the spec.
+  for (const job of expected.jobs) {
+    await page.click(`tr.job-row a[href="#/jobs/${encodeURIComponent(job.job_id)}"]`);
+    await page.waitForSelector('#app[data-ready="1"] #job-title', { timeout: 30000 });
+    check((await page.textContent('#job-title')) === job.job_id, `${job.job_id}: its page opens`);
+    const points = async id => Number(await page.getAttribute('#' + id, 'data-points'));
+    check(await points('chart-batch-size') === job.trials, `${job.job_id}: batch-size timeline has ${job.trials} points`);
+    check(await points('chart-timeline') === job.trials, `${job.job_id}: cost timeline marks all ${job.trials} trials`);
+    check(Number(await page.getAttribute('#chart-cost', 'data-sizes')) === job.batch_sizes, `${job.job_id}: cost chart spans ${job.batch_sizes} sizes`);
+    check((await page.$$('.chart canvas')).length >= 5, `${job.job_id}: five charts drawn`);
+    check((await page.$$('#sizes tbody tr')).length === job.batch_sizes, `${job.job_id}: a row per batch size`);
+    check(JSON.parse(await page.textContent('#spec')).default_batch_size === job.default_batch_size, `${job.job_id}: the spec`);
+    if (job === expected.jobs[expected.jobs.length - 1] || job.screenshot)
+      await page.screenshot({ path: path.join(outDir, 'job-' + job.job_id.replace(/[^A-Za-z0-9._-]/g, '_') + '.png'), fullPage: true });
+    await page.click('a[href="#/"]');
+    await page.waitForSelector('#app[data-ready="1"] #jobs', { timeout: 30000 });
+  }
+  check(errors.length === 0, 'no script errors' + (errors.length ? ': ' + errors.join('; ') : ''));
+} finally {
+  await browser.close();
+}
+if (failures.length) {
+  console.log(failures.length + ' check(s) failed');
+  process.exit(1);
+}
+console.log('all dashboard checks passed');
