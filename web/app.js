@@ -47,7 +47,7 @@ async function allTrials(id) {
 const mean = xs => xs.reduce((a, b) => a + b, 0) / xs.length;
 const sd = xs => { const m = mean(xs); return Math.sqrt(mean(xs.map(x => (x - m) ** 2))); };
 
-/* Per batch size: the final runs' costs, converged or not; plus the job's totals against always
+/* Per batch size: the converged runs and their costs (what reaching the target cost); plus the job's totals against always
  * running the default batch size (whose converged runs give its mean cost, energy and time). */
 function summarize(job, trials) {
   const spec = job.spec;
@@ -57,8 +57,7 @@ function summarize(job, trials) {
     const s = sizes[t.batch_size];
     if (!s) continue;
     s.all++;
-    if (t.cost !== null && t.cost !== undefined) s.costs.push(t.cost);
-    if (t.converged) s.converged.push(t);
+    if (t.converged) { s.converged.push(t); s.costs.push(t.cost); } // the cost of reaching the target
   }
   const finished = trials.filter(t => t.cost !== null && t.cost !== undefined);
   const converged = trials.filter(t => t.converged);
@@ -136,7 +135,7 @@ function chart(title, xs, series, opts = {}) {
   const u = new uPlot({
     width: 540, height: 260,
     scales: { x: { time: false } },
-    axes: [{ label: opts.xLabel || '', values: opts.xValues }, { label: opts.yLabel || '', size: 70 }],
+    axes: [{ label: opts.xLabel || '', values: opts.xValues }, { label: opts.yLabel || '', size: 85 }],
     series: [{}].concat(series.map(s => ({
       label: s.label, stroke: s.color, width: s.lines ? 2 : 0,
       fill: s.fill, dash: s.dash,
@@ -216,7 +215,7 @@ function jobView(job, trials) {
   const xs = sizes.map((_, i) => i);
   const xValues = (u, ticks) => ticks.map(t => sizes[t] === undefined ? '' : String(sizes[t]));
   const costSeries = [
-    { label: 'mean observed cost', data: obs, color: '#2458c6' },
+    { label: 'mean cost of converged runs', data: obs, color: '#2458c6' },
     { label: 'lowest', data: lo, color: '#9bb3e6' },
     { label: 'highest', data: hi, color: '#9bb3e6' },
   ];
@@ -258,7 +257,7 @@ function jobView(job, trials) {
   time.id = 'chart-time';
 
   const table = el('table', { id: 'sizes' }, el('thead', {}, el('tr', {},
-    ...['Batch size', 'Status', 'Runs', 'Converged', 'Mean cost', 'Spread (sd)', 'Posterior 95%'].map(h => el('th', { text: h })))),
+    ...['Batch size', 'Status', 'Runs', 'Converged', 'Mean cost (converged)', 'Spread (sd)', 'Posterior 95%'].map(h => el('th', { text: h })))),
     el('tbody', {}, ...sizes.map(bs => {
       const s = sum.sizes[bs], st = sizeStatus(job, bs), p = posterior(job, bs);
       return el('tr', {}, el('td', { class: 'num', text: String(bs) }), el('td', {}, el('span', { class: 'tag ' + st, text: st })),
@@ -283,6 +282,7 @@ async function route() {
   try {
     if (window.BSO_REPORT) {
       app.replaceChildren(...jobView(window.BSO_REPORT.job, window.BSO_REPORT.trials));
+      app.setAttribute('data-ready', '1');
       return;
     }
     const m = location.hash.match(/^#\/jobs\/(.+)$/);

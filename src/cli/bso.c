@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -378,8 +379,104 @@ static int cmd_next(struct ctx *c)
     return status;
 }
 
+/* Writes text to f with every "</script" made "<\/script", so inlined scripts and JSON cannot
+ * close their <script> element early. */
+static void put_inline(FILE *f, const char *text)
+{
+    for (const char *p = text; *p; p++) {
+        if (p[0] == '<' && p[1] == '/' && strncasecmp(p + 2, "script", 6) == 0) {
+            fputs("<\\/", f);
+            p++;
+            continue;
+        }
+        fputc(*p, f);
+    }
+}
+
+/* GET path into a fresh string (caller frees); NULL with the error printed. */
+static char *fetch(struct ctx *c, const char *path)
+{
+    if (check(c->cl, bso_client_get(c->cl, path)))
+        return NULL;
+    char *s = strdup(bso_client_body(c->cl));
+    if (!s)
+        die("out of memory");
+    return s;
+}
+
+/* bso report JOB --html FILE: the dashboard's job page as one self-contained file (its script,
+ * style and charting library from the server's /ui, the job's data inlined). */
+static int html_report(struct ctx *c, const char *job_id, const char *out_path)
+{
+    char path[1300];
+    job_path(job_id, "", path, sizeof path);
+    char *job = fetch(c, path);
+    if (!job)
+        return 1;
+    json_t *trials = json_array();
+    char base[1200];
+    job_path(job_id, "/trials?limit=1000", base, sizeof base);
+    snprintf(path, sizeof path, "%s", base);
+    int status = 0;
+    for (;;) { /* every page of trials */
+        if ((status = check(c->cl, bso_client_get(c->cl, path))))
+            break;
+        json_t *root = json_loads(bso_client_body(c->cl), 0, NULL);
+        json_array_extend(trials, json_object_get(root, "trials"));
+        json_t *next = json_object_get(root, "next_after");
+        const bool more = json_is_integer(next);
+        if (more)
+            snprintf(path, sizeof path, "%s&after=%" PRId64, base,
+                     (int64_t)json_integer_value(next));
+        json_decref(root);
+        if (!more)
+            break;
+    }
+    static const char *const names[] = {"/ui/uPlot.min.css", "/ui/style.css", "/ui/uPlot.min.js",
+                                        "/ui/app.js"};
+    char *assets[4] = {0};
+    for (int i = 0; i < 4 && status == 0; i++)
+        if (!(assets[i] = fetch(c, names[i])))
+            status = 1;
+    char *trials_text = json_dumps(trials, JSON_COMPACT);
+    FILE *f = status == 0 ? (strcmp(out_path, "-") == 0 ? stdout : fopen(out_path, "w")) : NULL;
+    if (status == 0 && !f)
+        status = die("cannot write %s: %s", out_path, strerror(errno));
+    if (f) {
+        fputs("<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+              "<title>BSO report</title>\n<style>\n",
+              f);
+        fputs(assets[0], f);
+        fputs("\n", f);
+        fputs(assets[1], f);
+        fputs("\n</style>\n</head>\n<body>\n<header><span class=\"brand\">BSO</span>"
+              "<span class=\"subtitle\">report</span>"
+              "<form id=\"token-form\" hidden><input id=\"token\"></form></header>\n"
+              "<main id=\"app\"></main>\n<script>\n",
+              f);
+        put_inline(f, assets[2]);
+        fputs("\n</script>\n<script>\nwindow.BSO_REPORT = {\"job\": ", f);
+        put_inline(f, job);
+        fputs(", \"trials\": ", f);
+        put_inline(f, trials_text ? trials_text : "[]");
+        fputs("};\n</script>\n<script>\n", f);
+        put_inline(f, assets[3]);
+        fputs("\n</script>\n</body>\n</html>\n", f);
+        if (f != stdout && fclose(f) != 0)
+            status = die("cannot write %s: %s", out_path, strerror(errno));
+    }
+    free(trials_text);
+    for (int i = 0; i < 4; i++)
+        free(assets[i]);
+    json_decref(trials);
+    free(job);
+    return status;
+}
+
 static int cmd_report(struct ctx *c)
 {
+    if (c->argc == 3 && strcmp(c->argv[1], "--html") == 0)
+        return html_report(c, c->argv[0], c->argv[2]);
     if (c->argc != 7 && c->argc != 8)
         return die("expected JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE]"), 2;
     int64_t bs, n, epoch;
@@ -628,8 +725,11 @@ static const struct command commands[] = {
     {"register", 1, true, "SPEC.json", "register a job from a JSON spec (- reads standard input)",
      cmd_register},
     {"next", 1, true, "JOB", "ask for the batch size of a new trial", cmd_next},
-    {"report", -1, true, "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE]",
-     "report a trial's cumulative time and energy after an evaluation", cmd_report},
+    {"report", -1, true,
+     "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE] | JOB --html FILE",
+     "report a trial's cumulative time and energy after an evaluation; with --html, the "
+     "job's dashboard page as one self-contained file",
+     cmd_report},
     {"end", 3, true, "JOB BATCH_SIZE TRIAL", "end a trial that will not report", cmd_end},
     {"delete", 1, true, "JOB", "delete a job and its history", cmd_delete},
     {"reset", 1, true, "JOB", "forget what a job learned: it explores again (keeps its spec)",

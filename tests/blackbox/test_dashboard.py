@@ -16,6 +16,7 @@ import urllib.request
 from harness import BIN, Server
 
 SIM = os.environ.get("BSO_SIM_BIN", "bso-sim")
+CLI = os.environ.get("BSO_CLI_BIN", "bso")
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.environ.get("BSO_TRACES") or os.path.join(HERE, "..", "..", "..", "shared", "traces")
 MODULES = os.environ.get("BSO_WEB_MODULES", "")
@@ -89,14 +90,24 @@ class Dashboard(unittest.TestCase):
         expected = os.path.join(out_dir, "expected.json")
         with open(expected, "w") as f:
             json.dump({"jobs": self.jobs}, f)
+        # The self-contained report of one job, opened from its file by the browser test.
+        report = os.path.join(out_dir, "report.html")
+        job = self.jobs[-1]["job_id"]
+        out = subprocess.run([CLI, "--server", self.url, "--token", self.token, "report", job,
+                              "--html", report], capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(report) as f:
+            html = f.read()
+        self.assertNotRegex(html, r'(src|href)="(https?:)?//')  # nothing loaded from elsewhere
         node = shutil.which("node") or "node"
         out = subprocess.run([node, os.path.join(HERE, "..", "ui", "dashboard.mjs"), self.url,
                               expected, out_dir, self.token], capture_output=True, text=True,
-                             timeout=600, env=dict(os.environ, BSO_WEB_MODULES=MODULES))
+                             timeout=600, env=dict(os.environ, BSO_WEB_MODULES=MODULES,
+                                                   BSO_REPORT_FILE=report, BSO_REPORT_JOB=job))
         print(out.stdout[-3000:], out.stderr[-3000:])
         self.assertEqual(out.returncode, 0, out.stdout[-2000:] + out.stderr[-2000:])
         self.assertIn("all dashboard checks passed", out.stdout)
-        for shot in ("refused.png", "jobs.png"):
+        for shot in ("refused.png", "jobs.png", "report.png"):
             self.assertGreater(os.path.getsize(os.path.join(out_dir, shot)), 5000)
 
     def test_static_files_are_served_without_a_token(self):

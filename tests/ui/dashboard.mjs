@@ -68,6 +68,22 @@ try {
     await page.click('a[href="#/"]');
     await page.waitForSelector('#app[data-ready="1"] #jobs', { timeout: 30000 });
   }
+  // The self-contained report (bso report JOB --html FILE): the same job page from a file,
+  // with nothing fetched from anywhere.
+  if (process.env.BSO_REPORT_FILE) {
+    const job = expected.jobs.find(j => j.job_id === process.env.BSO_REPORT_JOB);
+    const report = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    const requests = [];
+    report.on('request', r => { if (!r.url().startsWith('file:')) requests.push(r.url()); });
+    report.on('pageerror', e => errors.push(String(e)));
+    await report.goto('file://' + path.resolve(process.env.BSO_REPORT_FILE));
+    await report.waitForSelector('#app[data-ready="1"] #job-title', { timeout: 30000 });
+    check((await report.textContent('#job-title')) === job.job_id, 'report: the job page');
+    check(Number(await report.getAttribute('#chart-batch-size', 'data-points')) === job.trials, 'report: every trial drawn');
+    check((await report.$$('.chart canvas')).length >= 5, 'report: five charts drawn');
+    check(requests.length === 0, 'report: no network requests' + (requests.length ? ': ' + requests.join(' ') : ''));
+    await report.screenshot({ path: path.join(outDir, 'report.png'), fullPage: true });
+  }
   check(errors.length === 0, 'no script errors' + (errors.length ? ': ' + errors.join('; ') : ''));
 } finally {
   await browser.close();
