@@ -122,11 +122,11 @@ static void fmt_num(char *buf, size_t cap, json_t *v, int decimals)
 }
 
 /* Walks every page of a list endpoint (base is its path with "?limit=..."; pages continue from
- * "next_after", a job id or a trial number) and hands each row of the array `key` to row();
- * with --json prints {key: [every row]} instead. */
-static int each_row(struct ctx *c, const char *base, const char *key, void (*row)(json_t *r))
+ * "next_after", a job id or a trial number) and appends each row of the array `key` to all,
+ * or, when row is set, hands it to row() instead. */
+static int walk_pages(struct ctx *c, const char *base, const char *key, json_t *all,
+                      void (*row)(json_t *r))
 {
-    json_t *all = json_array();
     char path[1200];
     snprintf(path, sizeof path, "%s", base);
     int status;
@@ -137,10 +137,10 @@ static int each_row(struct ctx *c, const char *base, const char *key, void (*row
         size_t i;
         json_array_foreach(json_object_get(root, key), i, r)
         {
-            if (c->json)
-                json_array_append(all, r);
-            else
+            if (row)
                 row(r);
+            else
+                json_array_append(all, r);
         }
         json_t *next = json_object_get(root, "next_after");
         bool more = true;
@@ -158,6 +158,14 @@ static int each_row(struct ctx *c, const char *base, const char *key, void (*row
         if (!more)
             break;
     }
+    return status;
+}
+
+/* Each row of a list endpoint to row(); with --json prints {key: [every row]} instead. */
+static int each_row(struct ctx *c, const char *base, const char *key, void (*row)(json_t *r))
+{
+    json_t *all = json_array();
+    const int status = walk_pages(c, base, key, all, c->json ? NULL : row);
     if (status == 0 && c->json) {
         json_t *o = json_object();
         json_object_set(o, key, all);
@@ -408,7 +416,7 @@ static char *fetch(struct ctx *c, const char *path)
  * style and charting library from the server's /ui, the job's data inlined). */
 static int html_report(struct ctx *c, const char *job_id, const char *out_path)
 {
-    char path[1300];
+    char path[1200];
     job_path(job_id, "", path, sizeof path);
     char *job = fetch(c, path);
     if (!job)
@@ -416,22 +424,7 @@ static int html_report(struct ctx *c, const char *job_id, const char *out_path)
     json_t *trials = json_array();
     char base[1200];
     job_path(job_id, "/trials?limit=1000", base, sizeof base);
-    snprintf(path, sizeof path, "%s", base);
-    int status = 0;
-    for (;;) { /* every page of trials */
-        if ((status = check(c->cl, bso_client_get(c->cl, path))))
-            break;
-        json_t *root = json_loads(bso_client_body(c->cl), 0, NULL);
-        json_array_extend(trials, json_object_get(root, "trials"));
-        json_t *next = json_object_get(root, "next_after");
-        const bool more = json_is_integer(next);
-        if (more)
-            snprintf(path, sizeof path, "%s&after=%" PRId64, base,
-                     (int64_t)json_integer_value(next));
-        json_decref(root);
-        if (!more)
-            break;
-    }
+    int status = walk_pages(c, base, "trials", trials, NULL);
     static const char *const names[] = {"/ui/uPlot.min.css", "/ui/style.css", "/ui/uPlot.min.js",
                                         "/ui/app.js"};
     char *assets[4] = {0};

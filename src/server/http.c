@@ -44,9 +44,6 @@ struct pending {
     char id[BSO_REQUEST_ID_MAX + 1]; /* X-Request-Id: the client's, or made here */
 };
 
-/* The request this thread is answering: its id goes on every answer (and log line). */
-static _Thread_local const char *current_id;
-
 /* A request id the client chose is kept when it is 1 to 64 characters of [A-Za-z0-9._-];
  * otherwise one is made: 16 hex digits from a counter mixed with the process's start. */
 static void request_id(struct MHD_Connection *c, char *out)
@@ -126,8 +123,8 @@ static enum MHD_Result send_json_with(struct MHD_Connection *c, unsigned status,
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    if (current_id)
-        MHD_add_response_header(r, "X-Request-Id", current_id);
+    if (bso_log_request())
+        MHD_add_response_header(r, "X-Request-Id", bso_log_request());
     if (challenge)
         MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"bso\"");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
@@ -151,13 +148,6 @@ static enum MHD_Result message(struct MHD_Connection *c, unsigned status, const 
     return send_json(c, status, &b);
 }
 
-static enum MHD_Result too_large(struct MHD_Connection *c, size_t max)
-{
-    char msg[128];
-    snprintf(msg, sizeof msg, "Request body too large: the limit is %zu bytes.", max);
-    return message(c, MHD_HTTP_CONTENT_TOO_LARGE, msg);
-}
-
 /* A routed answer: JSON, or a raw body (metrics, dashboard files). */
 static enum MHD_Result send_response(struct MHD_Connection *c, struct bso_response *res)
 {
@@ -172,8 +162,8 @@ static enum MHD_Result send_response(struct MHD_Connection *c, struct bso_respon
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
-    if (current_id)
-        MHD_add_response_header(r, "X-Request-Id", current_id);
+    if (bso_log_request())
+        MHD_add_response_header(r, "X-Request-Id", bso_log_request());
     enum MHD_Result ok = MHD_queue_response(c, res->status, r);
     MHD_destroy_response(r);
     return ok;
@@ -186,9 +176,7 @@ static double ms_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-/* A request whose headers took longer than --request-timeout to arrive: 408, and the
- * connection closes (libmicrohttpd closes it after an answer given before the body was read). */
-/* An answer given before routing (408, 414), counted as unrouted. */
+/* An answer given before routing (408, 413, 414), counted as unrouted. */
 static enum MHD_Result early_answer(struct MHD_Connection *c, struct pending *p, unsigned status,
                                     const char *msg)
 {
@@ -197,6 +185,15 @@ static enum MHD_Result early_answer(struct MHD_Connection *c, struct pending *p,
     return message(c, status, msg);
 }
 
+static enum MHD_Result too_large(struct MHD_Connection *c, struct pending *p, size_t max)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "Request body too large: the limit is %zu bytes.", max);
+    return early_answer(c, p, MHD_HTTP_CONTENT_TOO_LARGE, msg);
+}
+
+/* A request whose headers took longer than --request-timeout to arrive: 408, and the
+ * connection closes (libmicrohttpd closes it after an answer given before the body was read). */
 static enum MHD_Result request_timeout(struct MHD_Connection *c, struct pending *p)
 {
     return early_answer(c, p, MHD_HTTP_REQUEST_TIMEOUT, "The request took too long to arrive.");
@@ -211,26 +208,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct pending *p = *con_cls;
     if (!p)
         return MHD_NO; /* on_uri ran out of memory */
-    current_id = p->id;
-    bso_log_set_request(p->started ? p->id : NULL);
+    if (!p->started)
+        request_id(c, p->id);
+    bso_log_set_request(p->id); /* this thread's answers and log lines carry it */
     if (!p->started) {
         p->started = true;
-        request_id(c, p->id);
-        bso_log_set_request(p->id);
-        if (p->too_many_args) {
-            p->answered = true;
+        if (p->too_many_args)
             return early_answer(c, p, MHD_HTTP_URI_TOO_LONG, "Too many query parameters.");
-        }
         if (ms_since(&p->start) > 1e3 * srv->cfg.request_timeout_s)
             return request_timeout(c, p);
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body) {
-            p->answered = true;
-            bso_metrics_request(BSO_METRICS_UNROUTED, MHD_HTTP_CONTENT_TOO_LARGE,
-                                ms_since(&p->start) / 1e3);
-            return too_large(c, srv->cfg.max_body);
-        }
+        if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body)
+            return too_large(c, p, srv->cfg.max_body);
         return MHD_YES;
     }
     if (*upload_size) {
@@ -264,12 +254,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (p->answered)
         return MHD_YES;
+    if (p->too_large)
+        return too_large(c, p, srv->cfg.max_body);
     p->answered = true;
-    if (p->too_large) {
-        bso_metrics_request(BSO_METRICS_UNROUTED, MHD_HTTP_CONTENT_TOO_LARGE,
-                            ms_since(&p->start) / 1e3);
-        return too_large(c, srv->cfg.max_body);
-    }
 
     struct bso_request req = {
         .conn = c,
@@ -300,7 +287,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     (void)why;
     struct pending *p = *con_cls;
     bso_log_set_request(NULL);
-    current_id = NULL;
     if (p) {
         free(p->body);
         free(p);

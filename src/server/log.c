@@ -67,6 +67,11 @@ void bso_log_set_request(const char *id)
     request = id;
 }
 
+const char *bso_log_request(void)
+{
+    return request;
+}
+
 void bso_log(enum bso_log_level level, const char *fmt, ...)
 {
     if (level < min_level)

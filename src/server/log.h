@@ -14,8 +14,10 @@ void bso_log_setup(enum bso_log_level level, enum bso_log_format format, int fd)
  * 0 or BSO_EINVAL. */
 int bso_log_parse_level(const char *name, enum bso_log_level *out);
 
-/* The request this thread is answering (X-Request-Id), added to its log lines; NULL: none. */
+/* The request this thread is answering (X-Request-Id), added to its log lines and answers;
+ * NULL: none. */
 void bso_log_set_request(const char *id);
+const char *bso_log_request(void);
 
 void bso_log(enum bso_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
