@@ -471,7 +471,9 @@ static int cmd_report(struct ctx *c)
     if (c->argc == 3 && strcmp(c->argv[1], "--html") == 0)
         return html_report(c, c->argv[0], c->argv[2]);
     if (c->argc != 7 && c->argc != 8)
-        return die("expected JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE]"), 2;
+        return die("expected JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE], or JOB "
+                   "--html FILE"),
+               2;
     int64_t bs, n, epoch;
     double t, e, metric;
     if (parse_i64(c->argv[1], "BATCH_SIZE", &bs) < 0 || parse_i64(c->argv[2], "TRIAL", &n) < 0 ||
