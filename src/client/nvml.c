@@ -47,6 +47,9 @@ bool bso_nvml_open(struct nvml *n, char *why, size_t cap)
     void *util = dlsym(n->lib, "nvmlDeviceGetUtilizationRates");
     if (util)
         memcpy(&n->utilization, &util, sizeof util);
+    void *set_limit = dlsym(n->lib, "nvmlDeviceSetPowerManagementLimit");
+    if (set_limit)
+        memcpy(&n->set_power_limit, &set_limit, sizeof set_limit);
     int rc = n->init();
     if (rc != NVML_OK) {
         snprintf(why, cap, "nvmlInit failed: %s", n->error_string(rc));

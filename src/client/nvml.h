@@ -14,6 +14,7 @@ enum {
     NVML_OK = 0,
     NVML_NOT_SUPPORTED = 3,
     NVML_NO_PERMISSION = 4,
+    NVML_INVALID_ARGUMENT = 2,
     NVML_GPU_IS_LOST = 15,
 };
 
@@ -35,6 +36,8 @@ struct nvml {
     /* Optional (NULL when the library lacks it): nvmlDeviceGetUtilizationRates, whose struct
      * is {unsigned gpu, memory}, percent of the last sample period busy. */
     int (*utilization)(nvml_device, unsigned *);
+    /* Optional: nvmlDeviceSetPowerManagementLimit (mW; needs root or CAP_SYS_ADMIN). */
+    int (*set_power_limit)(nvml_device, unsigned);
 };
 
 /* Loads and initialises NVML. false (with a reason in why) when there is no usable NVML. */

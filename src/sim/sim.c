@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bso/power.h"
 #include "core/cost.h"
 #include "core/rng.h"
 #include "sim/profile.h"
@@ -39,13 +40,20 @@ double sim_expected_cost(const struct sim_job *job, size_t b, size_t p, double e
     return epochs / (double)reaching * epoch_cost(job, b, p, eta);
 }
 
-/* The power-limit index that minimises the cost of an epoch of batch size b. */
+/* The power limit a job chooses for batch size b after profiling its first epoch: the
+ * client's choice (bso_power_choose) over the trace's limits, an epoch being the unit of
+ * work. */
 static size_t best_pl(const struct sim_job *job, size_t b, double eta)
 {
-    size_t best = job->bs[b].n_pl - 1;
-    for (size_t p = 0; p < job->bs[b].n_pl; p++)
-        if (epoch_cost(job, b, p, eta) < epoch_cost(job, b, best, eta))
-            best = p;
+    const struct sim_bs *s = &job->bs[b];
+    struct bso_power_point points[SIM_MAX_PL];
+    for (size_t p = 0; p < s->n_pl; p++)
+        points[p] = (struct bso_power_point){.limit_w = s->pl[p],
+                                             .samples_per_s = 1.0 / s->time_per_epoch[p],
+                                             .power_w = s->power[p]};
+    size_t best;
+    if (bso_power_choose(points, s->n_pl, eta, job->max_power, &best) < 0)
+        return s->n_pl - 1;
     return best;
 }
 
