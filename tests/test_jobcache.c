@@ -16,6 +16,9 @@
 #include "store/jobcache.h"
 #include "store/store.h"
 
+/* The power limit a prediction carries (the power tests look at it). */
+static double power_w;
+
 static char dir[64];
 
 static int make_dir(void **state)
@@ -211,8 +214,8 @@ static void predict_both(struct twin *t, const char *id, struct bso_trial *tr)
     int64_t arms[BSO_MAX_BATCH_SIZES];
     size_t n_arms;
     char msg[BSO_SVC_MSG_MAX];
-    const int ra = bso_svc_predict(t->c, id, tr, &changed_a, arms, &n_arms, msg);
-    const int rb = bso_svc_predict(t->p, id, &other, &changed_b, arms, &n_arms, msg);
+    const int ra = bso_svc_predict(t->c, id, tr, &changed_a, arms, &n_arms, &power_w, msg);
+    const int rb = bso_svc_predict(t->p, id, &other, &changed_b, arms, &n_arms, &power_w, msg);
     assert_int_equal(ra, 0);
     assert_int_equal(rb, 0);
     assert_same_trial(tr, &other);

@@ -2,6 +2,7 @@
  * scenario with the store closed and reopened (a server restart) along the way. */
 #include "helpers.h"
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,9 @@
 #include "server/sweeper.h"
 #include "sim/scenario_g.h"
 #include "store/store.h"
+
+/* The power limit a prediction carries (the power tests look at it). */
+static double power_w;
 
 static char dir[64];
 static char url[128];
@@ -63,7 +67,8 @@ static void register_fake_job(struct bso_session *s, struct bso_job_spec *spec,
     assert_int_equal(bso_job_spec_validate(spec, &errs), 0);
     assert_int_equal(bso_svc_register(s, spec, BSO_POLICY_ZEUS, &created, msg), 0);
     assert_true(created);
-    assert_int_equal(bso_svc_predict(s, spec->job_id, first, &switched, NULL, NULL, msg), 0);
+    assert_int_equal(bso_svc_predict(s, spec->job_id, first, &switched, NULL, NULL, &power_w, msg),
+                     0);
 }
 
 static void test_golden_across_restarts(void **state)
@@ -99,7 +104,7 @@ static void test_golden_across_restarts(void **state)
         bool switched;
         int64_t arms[BSO_MAX_BATCH_SIZES];
         size_t n_arms = 0;
-        if (bso_svc_predict(s, id, &t, &switched, arms, &n_arms, msg) != 0)
+        if (bso_svc_predict(s, id, &t, &switched, arms, &n_arms, &power_w, msg) != 0)
             fail_msg("predict %lld: %s", (long long)k, msg);
         assert_int_equal(t.number, k);
         assert_int_equal(t.batch_size, want[k - 1]);
@@ -128,7 +133,7 @@ static void test_golden_across_restarts(void **state)
     assert_int_equal(bso_session_count_trials(s, id, counts), 0);
     assert_int_equal(counts[BSO_TRIAL_SUCCEEDED], 51);
     bso_session_release(s);
-    assert_int_equal(bso_store_schema_version(st), 7);
+    assert_int_equal(bso_store_schema_version(st), 8);
     bso_store_close(st);
 }
 
@@ -157,9 +162,9 @@ static void test_register_and_messages(void **state)
 
     struct bso_trial t;
     bool sw;
-    assert_int_equal(bso_svc_predict(s, "nope", &t, &sw, NULL, NULL, msg), BSO_ENOTFOUND);
+    assert_int_equal(bso_svc_predict(s, "nope", &t, &sw, NULL, NULL, &power_w, msg), BSO_ENOTFOUND);
     assert_string_equal(msg, "Unknown job(nope). Please register the job first");
-    assert_int_equal(bso_svc_predict(s, "test-a", &t, &sw, NULL, NULL, msg), 0);
+    assert_int_equal(bso_svc_predict(s, "test-a", &t, &sw, NULL, NULL, &power_w, msg), 0);
 
     struct bso_report r = {.time = 1, .energy = 1, .metric = 0.1, .current_epoch = 1};
     struct bso_decision d;
@@ -215,7 +220,7 @@ static void test_failed_request_changes_nothing(void **state)
     assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
     struct bso_trial t;
     bool sw;
-    assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, msg), 0);
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, &power_w, msg), 0);
     struct bso_report bad = {.time = -1, .energy = 0, .metric = 0.9, .current_epoch = 1};
     struct bso_decision d;
     struct bso_trial_key key = {spec.job_id, t.batch_size, t.number};
@@ -243,7 +248,7 @@ static void test_open_errors_and_migrations(void **state)
         bso_store_open("sqlite:////nonexistent-dir/x/y.db", NULL, &st, err, sizeof err), BSO_EIO);
     const char *sql = bso_store_migrations_sql("sqlite:///x.db");
     assert_non_null(strstr(sql, "CREATE TABLE job"));
-    assert_non_null(strstr(sql, "PRAGMA user_version = 7"));
+    assert_non_null(strstr(sql, "PRAGMA user_version = 8"));
     assert_null(bso_store_migrations_sql("nope://"));
     /* Zeus's async URL works. */
     char zeus[160];
@@ -282,19 +287,19 @@ static void test_upgrade_from_version_1(void **state)
     /* Turn it back into a version-1 database. */
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(
-        sqlite3_exec(db,
-                     "DROP TABLE profile; ALTER TABLE job DROP COLUMN unfit; DROP TABLE api_token; "
-                     "DROP INDEX job_by_tenant; DROP INDEX trial_dispatched; "
-                     "ALTER TABLE job DROP COLUMN tenant; "
-                     "ALTER TABLE trial DROP COLUMN energy_source; "
-                     "DROP TABLE bs_stat; ALTER TABLE job DROP COLUMN policy; "
-                     "PRAGMA user_version = 1",
-                     NULL, NULL, NULL),
-        SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "DROP TABLE power_profile; DROP TABLE profile; ALTER TABLE job "
+                                  "DROP COLUMN unfit; DROP TABLE api_token; "
+                                  "DROP INDEX job_by_tenant; DROP INDEX trial_dispatched; "
+                                  "ALTER TABLE job DROP COLUMN tenant; "
+                                  "ALTER TABLE trial DROP COLUMN energy_source; "
+                                  "DROP TABLE bs_stat; ALTER TABLE job DROP COLUMN policy; "
+                                  "PRAGMA user_version = 1",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     sqlite3_close(db);
     st = open_store(u);
-    assert_int_equal(bso_store_schema_version(st), 7);
+    assert_int_equal(bso_store_schema_version(st), 8);
     s = session(st);
     struct bso_report r = {
         .time = 1, .energy = 2, .metric = 0.9, .current_epoch = 1, .energy_source = "rapl"};
@@ -334,14 +339,14 @@ static void test_lease_sweep(void **state)
     assert_int_equal(got.status, BSO_TRIAL_FAILED);
     /* Issued again; once a run finished in 80 s the lease is 240 s. */
     struct bso_trial t2;
-    assert_int_equal(bso_svc_predict(s, spec.job_id, &t2, &sw, NULL, NULL, msg), 0);
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t2, &sw, NULL, NULL, &power_w, msg), 0);
     assert_int_equal(t2.batch_size, t1.batch_size);
     struct bso_report r = {.time = 80, .energy = 100, .metric = 0.9, .current_epoch = 1};
     struct bso_decision d;
     struct bso_trial_key key = {spec.job_id, t2.batch_size, t2.number};
     assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), 0);
     struct bso_trial t3;
-    assert_int_equal(bso_svc_predict(s, spec.job_id, &t3, &sw, NULL, NULL, msg), 0);
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t3, &sw, NULL, NULL, &power_w, msg), 0);
     bso_session_release(s);
     assert_int_equal(bso_sweep(st, &cfg, now + 230), 0);
     assert_int_equal(bso_sweep(st, &cfg, now + 250), 1);
@@ -363,6 +368,76 @@ static void test_redact_url(void **state)
         assert_string_equal(bso_store_redact_url(cases[i][0], buf, sizeof buf), cases[i][1]);
 }
 
+static int count_power(void *ctx, const struct bso_power_profile *p)
+{
+    struct bso_power_profile *last = ctx;
+    *last = *p; /* the job has one profile here: the last row is it */
+    return 0;
+}
+
+/* Power profiles: the server chooses when the client did not, refuses a size the job lacks or
+ * a limit that was not measured, keeps every bit, and hands the chosen limit out with the
+ * batch size of later trials. */
+static void test_power_profiles(void **state)
+{
+    (void)state;
+    char u[200];
+    snprintf(u, sizeof u, "sqlite:///%s/power.db", dir);
+    struct bso_store *st = open_store(u);
+    struct bso_session *s = session(st);
+    struct bso_job_spec spec;
+    struct bso_trial t;
+    char msg[BSO_SVC_MSG_MAX];
+    bool sw;
+    register_fake_job(s, &spec, &t);
+    assert_true(isnan(power_w)); /* nothing profiled: Zeus's answer */
+    struct bso_power_profile p = {.batch_size = t.batch_size, .power_limit_w = NAN, .n = 3};
+    p.points[0] = (struct bso_power_point){300, 1000.0 / 3.0, 260.125};
+    p.points[1] = (struct bso_power_point){250, 980, 225};
+    p.points[2] = (struct bso_power_point){200, 930, 180};
+    snprintf(p.device, sizeof p.device, "NVIDIA A100");
+    assert_int_equal(bso_svc_power(s, spec.job_id, &p, msg), 0);
+    size_t want;
+    assert_int_equal(bso_power_choose(p.points, 3, spec.eta_knob, spec.max_power, &want), 0);
+    assert_true(p.power_limit_w == p.points[want].limit_w);
+
+    struct bso_power_profile bad = p;
+    bad.power_limit_w = 275;
+    assert_int_equal(bso_svc_power(s, spec.job_id, &bad, msg), BSO_EINVAL);
+    assert_non_null(strstr(msg, "not one of the measured"));
+    bad.power_limit_w = 250;
+    bad.batch_size = 33;
+    assert_int_equal(bso_svc_power(s, spec.job_id, &bad, msg), BSO_EINVAL);
+    assert_non_null(strstr(msg, "not one of job"));
+    assert_int_equal(bso_svc_power(s, "nope", &bad, msg), BSO_ENOTFOUND);
+
+    struct bso_power_profile got;
+    memset(&got, 0, sizeof got);
+    assert_int_equal(bso_session_begin_read(s), 0);
+    assert_int_equal(bso_session_list_power(s, spec.job_id, count_power, &got), 0);
+    bso_session_rollback(s);
+    assert_int_equal(got.batch_size, t.batch_size);
+    assert_int_equal(got.n, 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_true(got.points[i].limit_w == p.points[i].limit_w &&
+                    got.points[i].samples_per_s == p.points[i].samples_per_s &&
+                    got.points[i].power_w == p.points[i].power_w);
+    assert_string_equal(got.device, "NVIDIA A100");
+    assert_true(got.measured_at[0] != '\0');
+
+    /* Every size profiled at 250 W: whatever comes next carries it. */
+    for (size_t i = 0; i < spec.n_batch_sizes; i++) {
+        struct bso_power_profile q = p;
+        q.batch_size = spec.batch_sizes[i];
+        q.power_limit_w = 250;
+        assert_int_equal(bso_svc_power(s, spec.job_id, &q, msg), 0);
+    }
+    assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, &power_w, msg), 0);
+    assert_true(power_w == 250);
+    bso_session_release(s);
+    bso_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_open_errors_and_migrations),
         cmocka_unit_test(test_upgrade_from_version_1),
         cmocka_unit_test(test_lease_sweep),
+        cmocka_unit_test(test_power_profiles),
         cmocka_unit_test(test_redact_url),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);

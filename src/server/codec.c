@@ -621,6 +621,19 @@ static void measurement(struct field_ctx *c, json_t *obj, const char *name, doub
     }
 }
 
+/* The optional "device" name (at most 63 characters), or "". */
+static const char *device_name(struct field_ctx *c, json_t *obj)
+{
+    json_t *d = field(c, obj, "device", false);
+    if (!d || json_is_null(d))
+        return "";
+    if (json_is_string(d) && strlen(json_string_value(d)) < 64)
+        return json_string_value(d);
+    bso_details_add(c->ds, "body", "device", -1, "type_error.str",
+                    "device must be a string of at most 63 characters");
+    return "";
+}
+
 int bso_decode_profile(const char *body, size_t len, struct bso_profile_entry *e, size_t *n,
                        struct bso_details *ds)
 {
@@ -630,15 +643,7 @@ int bso_decode_profile(const char *body, size_t len, struct bso_profile_entry *e
     if (!root)
         return BSO_EINVAL;
     struct field_ctx c = {.ds = ds};
-    const char *device = "";
-    json_t *d = field(&c, root, "device", false);
-    if (d && !json_is_null(d)) {
-        if (!json_is_string(d) || strlen(json_string_value(d)) >= sizeof e[0].device)
-            bso_details_add(ds, "body", "device", -1, "type_error.str",
-                            "device must be a string of at most 63 characters");
-        else
-            device = json_string_value(d);
-    }
+    const char *device = device_name(&c, root);
     json_t *list = field(&c, root, "batch_sizes", true);
     if (list && (!json_is_array(list) || json_array_size(list) == 0 ||
                  json_array_size(list) > BSO_MAX_BATCH_SIZES)) {
@@ -676,6 +681,71 @@ int bso_decode_profile(const char *body, size_t len, struct bso_profile_entry *e
         snprintf(x->device, sizeof x->device, "%s", name);
     }
     *n = list ? json_array_size(list) : 0;
+    json_decref(root);
+    return ds->n > 0 ? BSO_EINVAL : 0;
+}
+
+/* A power in watts above 0 (a limit, or a chosen limit when required). */
+static void watts(struct field_ctx *c, json_t *obj, const char *name, int64_t i, double *out)
+{
+    json_t *v = field(c, obj, name, true);
+    *out = NAN;
+    if (!v || !to_float(c, v, out))
+        return;
+    if (!isfinite(*out) || *out <= 0 || *out > 1e6) {
+        bso_details_add(c->ds, "body", name, i, "value_error.number.not_gt",
+                        "ensure this value is a power in watts above 0");
+        *out = NAN;
+    }
+}
+
+int bso_decode_power(const char *body, size_t len, struct bso_power_profile *p,
+                     struct bso_details *ds)
+{
+    memset(ds, 0, sizeof *ds);
+    memset(p, 0, sizeof *p);
+    json_t *root = parse_object(body, len, ds);
+    if (!root)
+        return BSO_EINVAL;
+    struct field_ctx c = {.ds = ds};
+    json_t *v;
+    if ((v = field(&c, root, "batch_size", true)) && to_int(&c, v, &p->batch_size) &&
+        p->batch_size <= 0)
+        bso_details_add(ds, "body", "batch_size", -1, "value_error.number.not_gt",
+                        "ensure this value is greater than 0");
+    p->power_limit_w = NAN; /* absent or null: the server chooses */
+    if ((v = field(&c, root, "power_limit", false)) && !json_is_null(v))
+        watts(&c, root, "power_limit", -1, &p->power_limit_w);
+    snprintf(p->device, sizeof p->device, "%s", device_name(&c, root));
+    json_t *list = field(&c, root, "measurements", true);
+    if (list && (!json_is_array(list) || json_array_size(list) == 0 ||
+                 json_array_size(list) > BSO_POWER_MAX_LIMITS)) {
+        bso_details_add(ds, "body", "measurements", -1, "type_error.list",
+                        "measurements must be a list of 1 to 16 entries");
+        list = NULL;
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach(list, i, item)
+    {
+        struct bso_power_point *x = &p->points[i];
+        if (!json_is_object(item)) {
+            bso_details_add(ds, "body", "measurements", (int64_t)i, "type_error.dict",
+                            "value is not a valid dict");
+            continue;
+        }
+        watts(&c, item, "power_limit", (int64_t)i, &x->limit_w);
+        measurement(&c, item, "samples_per_s", &x->samples_per_s);
+        measurement(&c, item, "power", &x->power_w);
+        if (isnan(x->samples_per_s) || isnan(x->power_w))
+            bso_details_add(ds, "body", "measurements", (int64_t)i, "value_error.missing",
+                            "each measurement needs samples_per_s and power");
+        for (size_t k = 0; k < i; k++)
+            if (p->points[k].limit_w == x->limit_w)
+                bso_details_add(ds, "body", "measurements", (int64_t)i, "value_error.duplicate",
+                                "each power limit is measured once");
+    }
+    p->n = list ? json_array_size(list) : 0;
     json_decref(root);
     return ds->n > 0 ? BSO_EINVAL : 0;
 }

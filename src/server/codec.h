@@ -70,4 +70,11 @@ int bso_decode_trial_id(const char *body, size_t len, struct bso_report_req *req
 int bso_decode_profile(const char *body, size_t len, struct bso_profile_entry *e, size_t *n,
                        struct bso_details *ds);
 
+/* POST /jobs/ID/power: {"batch_size", "power_limit"?, "device"?, "measurements":
+ * [{"power_limit", "samples_per_s", "power"}, ...]} (1 to BSO_POWER_MAX_LIMITS, limits
+ * distinct). A power_limit left out or null is NAN: the server chooses. 0, or BSO_EINVAL with
+ * *ds. */
+int bso_decode_power(const char *body, size_t len, struct bso_power_profile *p,
+                     struct bso_details *ds);
+
 #endif

@@ -201,7 +201,8 @@ static void h_predict(struct bso_request *req, struct bso_response *res)
     bool switched = false;
     int64_t arms[BSO_MAX_BATCH_SIZES];
     size_t n_arms = 0;
-    int rc = bso_svc_predict(s, id, &t, &switched, arms, &n_arms, msg);
+    double power_limit_w;
+    int rc = bso_svc_predict(s, id, &t, &switched, arms, &n_arms, &power_limit_w, msg);
     bso_session_release(s);
     if (rc == BSO_EPRUNED) { /* Zeus's message, and the way out Zeus lacks */
         res->status = 409;
@@ -231,6 +232,10 @@ static void h_predict(struct bso_request *req, struct bso_response *res)
     jb_int(&res->body, t.batch_size);
     jb_key(&res->body, "trial_number");
     jb_int(&res->body, t.number);
+    if (!isnan(power_limit_w)) { /* only for sizes a run profiled: Zeus's answer otherwise */
+        jb_key(&res->body, "power_limit");
+        jb_float(&res->body, power_limit_w);
+    }
     jb_end(&res->body);
 }
 
@@ -477,6 +482,55 @@ static int encode_profile(struct jbuf *b, struct bso_session *s, const struct bs
     return rc;
 }
 
+/* Context of power_row: the job's cost weights, for each limit's cost per sample. */
+struct power_ctx {
+    struct jbuf *b;
+    double eta, max_power;
+};
+
+static int power_row(void *ctx, const struct bso_power_profile *p)
+{
+    const struct power_ctx *c = ctx;
+    struct jbuf *b = c->b;
+    jb_obj(b);
+    jb_key(b, "batch_size");
+    jb_int(b, p->batch_size);
+    jb_key(b, "power_limit");
+    jb_float(b, p->power_limit_w);
+    jb_key(b, "device");
+    jb_str(b, p->device);
+    jb_key(b, "measured_at");
+    jb_str(b, p->measured_at);
+    jb_key(b, "measurements");
+    jb_arr(b);
+    for (size_t i = 0; i < p->n; i++) {
+        jb_obj(b);
+        jb_key(b, "power_limit");
+        jb_float(b, p->points[i].limit_w);
+        jb_key(b, "samples_per_s");
+        jb_float(b, p->points[i].samples_per_s);
+        jb_key(b, "power");
+        jb_float(b, p->points[i].power_w);
+        jb_key(b, "cost_per_sample"); /* what the choice compared */
+        jb_maybe(b, bso_power_cost_per_sample(&p->points[i], c->eta, c->max_power));
+        jb_end(b);
+    }
+    jb_end(b);
+    jb_end(b);
+    return 0;
+}
+
+/* "power_profiles": [...], inside an open object (a read transaction is open on s). */
+static int encode_power(struct jbuf *b, struct bso_session *s, const struct bso_job_spec *sp)
+{
+    struct power_ctx c = {b, sp->eta_knob, sp->max_power};
+    jb_key(b, "power_profiles");
+    jb_arr(b);
+    const int rc = bso_session_list_power(s, sp->job_id, power_row, &c);
+    jb_end(b);
+    return rc;
+}
+
 static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_job *job,
                       const int64_t counts[3])
 {
@@ -543,7 +597,9 @@ static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_jo
     jb_end(b);
     if (job->spec.policy == BSO_POLICY_BSO)
         encode_bs_stats(b, job);
-    const int rc = encode_profile(b, s, &job->spec);
+    int rc = encode_profile(b, s, &job->spec);
+    if (rc == 0)
+        rc = encode_power(b, s, &job->spec);
     jb_end(b);
     return rc;
 }
@@ -749,6 +805,50 @@ static void h_profile(struct bso_request *req, struct bso_response *res)
     bso_session_release(s);
 }
 
+/* POST /jobs/ID/power: a run's power-limit profile of one batch size; answers the job's
+ * profiles. */
+static void h_power(struct bso_request *req, struct bso_response *res)
+{
+    if (!json_body_allowed(req, res))
+        return;
+    struct bso_power_profile p;
+    struct bso_details ds;
+    if (bso_decode_power(req->body, req->body_len, &p, &ds) < 0) {
+        details(res, &ds);
+        return;
+    }
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    int rc = bso_svc_power(s, req->segment, &p, msg);
+    if (rc < 0) {
+        bso_session_release(s);
+        message(res, status_of(rc, 404), msg);
+        return;
+    }
+    log_info("Power profile of %s at batch size %lld: %g W chosen of %zu limits", req->segment,
+             (long long)p.batch_size, p.power_limit_w, p.n);
+    struct bso_job job;
+    if ((rc = bso_session_begin_read(s)) == 0 &&
+        (rc = bso_session_load_job(s, req->segment, 0, &job)) == 0) {
+        jb_obj(&res->body);
+        jb_key(&res->body, "job_id");
+        jb_str(&res->body, job.spec.job_id);
+        jb_key(&res->body, "batch_size");
+        jb_int(&res->body, p.batch_size);
+        jb_key(&res->body, "power_limit");
+        jb_float(&res->body, p.power_limit_w);
+        rc = encode_power(&res->body, s, &job.spec);
+        jb_end(&res->body);
+        bso_job_clear(&job);
+    }
+    bso_session_rollback(s);
+    if (rc < 0)
+        unavailable(res, "power", bso_session_errmsg(s));
+    bso_session_release(s);
+}
+
 /* GET /metrics: Prometheus text (metrics.h); the database part is left out, with a 200 still,
  * when the database does not answer, so a scrape shows the errors. */
 static void h_metrics(struct bso_request *req, struct bso_response *res)
@@ -814,6 +914,7 @@ static const struct route routes[] = {
     {"GET", "/jobs/{}/trials", h_list_trials, false, "/jobs/{job_id}/trials"},
     {"POST", "/jobs/{}/reset", h_reset_job, false, "/jobs/{job_id}/reset"},
     {"POST", "/jobs/{}/profile", h_profile, false, "/jobs/{job_id}/profile"},
+    {"POST", "/jobs/{}/power", h_power, false, "/jobs/{job_id}/power"},
     {"GET", "/jobs/{}", h_get_job, false, "/jobs/{job_id}"},
     {"GET", "/healthz", h_healthz, true, "/healthz"},
     {"GET", "/readyz", h_readyz, true, "/readyz"},

@@ -147,8 +147,10 @@ int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int defau
 }
 
 int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial *trial,
-                    bool *stage_changed, int64_t *arms_out, size_t *n_arms, char *msg)
+                    bool *stage_changed, int64_t *arms_out, size_t *n_arms, double *power_limit_w,
+                    char *msg)
 {
+    *power_limit_w = NAN;
     int rc = bso_session_begin_write(s, job_id);
     if (rc < 0)
         return db_error(s, rc, "predict", msg);
@@ -180,6 +182,11 @@ int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial 
             for (size_t i = 0; i < job.n_arms; i++)
                 arms_out[(*n_arms)++] = job.arms[i].batch_size;
         }
+    }
+    if (rc == 0) {
+        const int found = bso_session_power_limit(s, job_id, trial->batch_size, power_limit_w);
+        if (found < 0 && found != BSO_ENOTFOUND)
+            rc = db_error(s, found, "predict", msg);
     }
     bso_job_clear(&job);
     return finish(s, rc, "predict", msg);
@@ -381,4 +388,38 @@ int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_
         *spec_out = job.spec;
     bso_job_clear(&job);
     return finish(s, rc, "profile", msg);
+}
+
+int bso_svc_power(struct bso_session *s, const char *job_id, struct bso_power_profile *p, char *msg)
+{
+    int rc = bso_session_begin_write(s, job_id);
+    if (rc < 0)
+        return db_error(s, rc, "power", msg);
+    struct bso_job job;
+    rc = bso_session_load_job(s, job_id, 0, &job);
+    if (rc == BSO_ENOTFOUND)
+        return finish(s, say(msg, rc, "Unknown job(%s).", job_id), "power", msg);
+    if (rc < 0)
+        return finish(s, db_error(s, rc, "power", msg), "power", msg);
+    size_t chosen = p->n;
+    if (bso_job_spec_index(&job.spec, p->batch_size) < 0) {
+        rc = say(msg, BSO_EINVAL, "Batch size %lld is not one of job %s's batch sizes.",
+                 (long long)p->batch_size, job_id);
+    } else if (isnan(p->power_limit_w)) {
+        if (bso_power_choose(p->points, p->n, job.spec.eta_knob, job.spec.max_power, &chosen) < 0)
+            rc = say(msg, BSO_EINVAL, "No measurement has a throughput to choose a limit by.");
+        else
+            p->power_limit_w = p->points[chosen].limit_w;
+    } else {
+        for (size_t i = 0; i < p->n; i++)
+            if (p->points[i].limit_w == p->power_limit_w)
+                chosen = i;
+        if (chosen == p->n)
+            rc = say(msg, BSO_EINVAL, "The chosen power limit %g W is not one of the measured.",
+                     p->power_limit_w);
+    }
+    if (rc == 0 && (rc = bso_session_save_power(s, job_id, p)) < 0)
+        rc = db_error(s, rc, "power", msg);
+    bso_job_clear(&job);
+    return finish(s, rc, "power", msg);
 }

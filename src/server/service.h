@@ -31,9 +31,11 @@ int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int defau
                      bool *created, char *msg);
 
 /* Creates the job's next trial. *stage_changed tells that pruning just ended and the bandit was
- * built (arms listed in *arms_out, n in *n_arms, when those are not NULL). */
+ * built (arms listed in *arms_out, n in *n_arms, when those are not NULL). *power_limit_w gets
+ * the power limit chosen for the trial's batch size by an earlier run's profile, or NAN. */
 int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial *trial,
-                    bool *stage_changed, int64_t *arms_out, size_t *n_arms, char *msg);
+                    bool *stage_changed, int64_t *arms_out, size_t *n_arms, double *power_limit_w,
+                    char *msg);
 
 /* The identity of a trial as clients send it. */
 struct bso_trial_key {
@@ -58,6 +60,13 @@ int bso_svc_reset(struct bso_session *s, const char *job_id, char *msg);
  * unfit sizes. */
 int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_profile_entry *e,
                     size_t n, struct bso_job_spec *spec_out, char *msg);
+
+/* Stores a power-limit profile of one of job_id's batch sizes. A profile without a chosen limit
+ * (NAN) gets the one of least cost by the job's eta and max_power (bso_power_choose).
+ * BSO_ENOTFOUND for an unknown job; BSO_EINVAL for a batch size the job lacks, or a chosen
+ * limit that was not measured. *p gets the limit stored. */
+int bso_svc_power(struct bso_session *s, const char *job_id, struct bso_power_profile *p,
+                  char *msg);
 
 /* Deletes a job with its trials and arms. */
 int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg);

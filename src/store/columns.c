@@ -222,6 +222,47 @@ void bso_column_read_profile(const struct bso_row *r, struct bso_profile_entry *
     snprintf(out->measured_at, sizeof out->measured_at, "%s", r->text(r->ctx, 6));
 }
 
+int bso_column_format_power_points(const struct bso_power_point *p, size_t n, char *buf, size_t cap)
+{
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (size_t i = 0; i < n && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s[%.17g,%.17g,%.17g]", i ? "," : "", p[i].limit_w,
+                              p[i].samples_per_s, p[i].power_w);
+    if (o < cap)
+        o += (size_t)snprintf(buf + o, cap - o, "]");
+    return o < cap ? 0 : BSO_ERANGE;
+}
+
+int bso_column_read_power(const struct bso_row *r, struct bso_power_profile *out)
+{
+    memset(out, 0, sizeof *out);
+    out->batch_size = r->i64(r->ctx, 0);
+    out->power_limit_w = r->f64(r->ctx, 1);
+    snprintf(out->device, sizeof out->device, "%s", r->text(r->ctx, 3));
+    snprintf(out->measured_at, sizeof out->measured_at, "%s", r->text(r->ctx, 4));
+    const char *p = r->text(r->ctx, 2);
+    if (*p++ != '[')
+        return BSO_EPARSE;
+    while (*p == '[' && out->n < BSO_POWER_MAX_LIMITS) {
+        struct bso_power_point *x = &out->points[out->n];
+        char *end;
+        x->limit_w = strtod(p + 1, &end);
+        if (*end != ',')
+            return BSO_EPARSE;
+        x->samples_per_s = strtod(end + 1, &end);
+        if (*end != ',')
+            return BSO_EPARSE;
+        x->power_w = strtod(end + 1, &end);
+        if (*end != ']')
+            return BSO_EPARSE;
+        out->n++;
+        p = end + 1;
+        if (*p == ',')
+            p++;
+    }
+    return *p == ']' ? 0 : BSO_EPARSE;
+}
+
 void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out)
 {
     memset(out, 0, sizeof *out);

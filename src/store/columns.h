@@ -64,6 +64,13 @@ int bso_column_parse_unfit(const char *text, struct bso_job_spec *spec);
 /* batch_size, feasible, samples_per_s, joules_per_sample, peak_memory_bytes, device,
  * measured_at. */
 void bso_column_read_profile(const struct bso_row *r, struct bso_profile_entry *out);
+/* A power profile's measurements as "[[limit_w,samples_per_s,power_w],...]", every bit of each
+ * double kept. 0, or BSO_ERANGE when cap is too small. */
+int bso_column_format_power_points(const struct bso_power_point *p, size_t n, char *buf,
+                                   size_t cap);
+/* batch_size, power_limit, measurements, device, measured_at. 0, or BSO_EPARSE for corrupt
+ * measurements. */
+int bso_column_read_power(const struct bso_row *r, struct bso_power_profile *out);
 /* job_id, trial_number, batch_size, start_timestamp. */
 void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out);
 /* id, tenant, admin, hint, created_at, revoked_at. */

@@ -136,6 +136,16 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN profile_samples_per_s DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN profile_joules_per_sample DOUBLE PRECISION NOT NULL DEFAULT "
     "0;\n",
+    /* 8: the power limit chosen per batch size, and what each limit measured */
+    "CREATE TABLE power_profile (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  batch_size BIGINT NOT NULL,\n"
+    "  power_limit DOUBLE PRECISION NOT NULL,  -- W per GPU\n"
+    "  measurements TEXT NOT NULL,             -- [[limit_w,samples_per_s,power_w],...]\n"
+    "  device TEXT NOT NULL,\n"
+    "  measured_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY (job_id, batch_size)\n"
+    ");\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -174,6 +184,9 @@ enum stmt_id {
     ST_SAVE_PROFILE,
     ST_LIST_PROFILE,
     ST_SAVE_UNFIT,
+    ST_SAVE_POWER,
+    ST_POWER_LIMIT,
+    ST_LIST_POWER,
     ST_WAITING_TRIALS,
     ST_LONGEST_RUN,
     ST_TOKEN_INSERT,
@@ -270,6 +283,15 @@ static const char *const stmt_sql[ST_COUNT] = {
                         " peak_memory_bytes, device, measured_at FROM profile WHERE job_id = $1"
                         " ORDER BY batch_size",
     [ST_SAVE_UNFIT] = "UPDATE job SET unfit = $2 WHERE job_id = $1",
+    [ST_SAVE_POWER] =
+        "INSERT INTO power_profile (job_id, batch_size, power_limit, measurements, device,"
+        " measured_at) VALUES ($1, $2, $3, $4, $5, " NOW_TEXT ") ON CONFLICT (job_id, batch_size)"
+        " DO UPDATE SET power_limit = EXCLUDED.power_limit, measurements = EXCLUDED.measurements,"
+        " device = EXCLUDED.device, measured_at = EXCLUDED.measured_at",
+    [ST_POWER_LIMIT] =
+        "SELECT power_limit FROM power_profile WHERE job_id = $1 AND batch_size = $2",
+    [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
+                      " FROM power_profile WHERE job_id = $1 ORDER BY batch_size",
     [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
                           " WHERE status = 'Dispatched' AND start_timestamp < $1"
                           " ORDER BY start_timestamp LIMIT $2",
@@ -1153,6 +1175,58 @@ static int be_list_profile(struct bso_session *base, const char *job_id,
     return cb;
 }
 
+static int be_save_power(struct bso_session *base, const char *job_id,
+                         const struct bso_power_profile *pp)
+{
+    char points[BSO_POWER_MAX_LIMITS * 80 + 4];
+    if (bso_column_format_power_points(pp->points, pp->n, points, sizeof points) < 0)
+        return bso_session_fail(base, BSO_ERANGE, "save power profile: too many measurements");
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_int(&p, pp->batch_size);
+    p_double(&p, pp->power_limit_w);
+    p_text(&p, points);
+    p_text(&p, pp->device);
+    return run_done(ps(base), ST_SAVE_POWER, &p, "save power profile");
+}
+
+static int be_power_limit(struct bso_session *base, const char *job_id, int64_t batch_size,
+                          double *limit_w)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_int(&p, batch_size);
+    PGresult *r = run(ps(base), ST_POWER_LIMIT, &p, "power limit");
+    if (!r)
+        return BSO_EIO;
+    const int found = PQntuples(r) > 0;
+    if (found)
+        *limit_w = strtod(PQgetvalue(r, 0, 0), NULL);
+    PQclear(r);
+    return found ? 0 : BSO_ENOTFOUND;
+}
+
+static int be_list_power(struct bso_session *base, const char *job_id,
+                         int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(ps(base), ST_LIST_POWER, &p, "list power profiles");
+    if (!r)
+        return BSO_EIO;
+    int cb = 0;
+    for (int i = 0; i < PQntuples(r) && cb == 0; i++) {
+        const struct bso_row row = ROW(r, i);
+        struct bso_power_profile pp;
+        cb = bso_column_read_power(&row, &pp) < 0
+                 ? bso_session_fail(base, BSO_EPARSE, "power profile of %lld: corrupt measurements",
+                                    (long long)pp.batch_size)
+                 : fn(ctx, &pp);
+    }
+    PQclear(r);
+    return cb;
+}
+
 static int be_save_unfit(struct bso_session *base, const char *job_id, const char *sizes)
 {
     struct params p = {.n = 0};
@@ -1311,6 +1385,9 @@ const struct bso_store_ops bso_postgres_ops = {
     .ping = be_ping,
     .save_profile = be_save_profile,
     .list_profile = be_list_profile,
+    .save_power = be_save_power,
+    .power_limit = be_power_limit,
+    .list_power = be_list_power,
     .save_unfit = be_save_unfit,
     .waiting_trials = be_waiting_trials,
     .longest_run = be_longest_run,

@@ -133,6 +133,16 @@ static const char *const migrations[] = {
     /* 7: the profile's measurements per batch size, for the bso policy's estimates */
     "ALTER TABLE bs_stat ADD COLUMN profile_samples_per_s REAL NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN profile_joules_per_sample REAL NOT NULL DEFAULT 0;\n",
+    /* 8: the power limit chosen per batch size, and what each limit measured */
+    "CREATE TABLE power_profile (\n"
+    "  job_id TEXT NOT NULL REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  batch_size INTEGER NOT NULL,\n"
+    "  power_limit REAL NOT NULL,              -- W per GPU\n"
+    "  measurements TEXT NOT NULL,             -- [[limit_w,samples_per_s,power_w],...]\n"
+    "  device TEXT NOT NULL,\n"
+    "  measured_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY (job_id, batch_size)\n"
+    ") WITHOUT ROWID;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -163,6 +173,9 @@ enum stmt_id {
     ST_SAVE_PROFILE,
     ST_LIST_PROFILE,
     ST_SAVE_UNFIT,
+    ST_SAVE_POWER,
+    ST_POWER_LIMIT,
+    ST_LIST_POWER,
     ST_WAITING_TRIALS,
     ST_LONGEST_RUN,
     ST_TOKEN_INSERT,
@@ -252,6 +265,13 @@ static const char *const stmt_sql[ST_COUNT] = {
                         " peak_memory_bytes, device, measured_at FROM profile WHERE job_id = ?1"
                         " ORDER BY batch_size",
     [ST_SAVE_UNFIT] = "UPDATE job SET unfit = ?2 WHERE job_id = ?1",
+    [ST_SAVE_POWER] = "INSERT OR REPLACE INTO power_profile (job_id, batch_size, power_limit,"
+                      " measurements, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
+                      " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    [ST_POWER_LIMIT] =
+        "SELECT power_limit FROM power_profile WHERE job_id = ?1 AND batch_size = ?2",
+    [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
+                      " FROM power_profile WHERE job_id = ?1 ORDER BY batch_size",
     [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
                           " WHERE status = 'Dispatched' AND start_timestamp < ?1"
                           " ORDER BY start_timestamp LIMIT ?2",
@@ -1341,6 +1361,62 @@ static int be_save_unfit(struct bso_session *s, const char *job_id, const char *
     return step_done(s, st, "save unfit sizes");
 }
 
+static int be_save_power(struct bso_session *s, const char *job_id,
+                         const struct bso_power_profile *p)
+{
+    char points[BSO_POWER_MAX_LIMITS * 80 + 4];
+    if (bso_column_format_power_points(p->points, p->n, points, sizeof points) < 0)
+        return bso_session_fail(s, BSO_ERANGE, "save power profile: too many measurements");
+    sqlite3_stmt *st = stmt(s, ST_SAVE_POWER);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, p->batch_size);
+    sqlite3_bind_double(st, 3, p->power_limit_w);
+    bind_text(st, 4, points);
+    bind_text(st, 5, p->device);
+    return step_done(s, st, "save power profile");
+}
+
+static int be_power_limit(struct bso_session *s, const char *job_id, int64_t batch_size,
+                          double *limit_w)
+{
+    sqlite3_stmt *st = stmt(s, ST_POWER_LIMIT);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, batch_size);
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        *limit_w = sqlite3_column_double(st, 0);
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    return rc == SQLITE_DONE ? BSO_ENOTFOUND : db_fail(s, "power limit");
+}
+
+static int be_list_power(struct bso_session *s, const char *job_id,
+                         int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx)
+{
+    sqlite3_stmt *st = stmt(s, ST_LIST_POWER);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    int rc, cb = 0;
+    while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const struct bso_row r = row(st);
+        struct bso_power_profile p;
+        cb = bso_column_read_power(&r, &p) < 0
+                 ? bso_session_fail(s, BSO_EPARSE, "power profile of %lld: corrupt measurements",
+                                    (long long)p.batch_size)
+                 : fn(ctx, &p);
+    }
+    sqlite3_reset(st);
+    if (cb != 0)
+        return cb;
+    return rc == SQLITE_DONE ? 0 : db_fail(s, "list power profiles");
+}
+
 static int be_waiting_trials(struct bso_session *s, const char *before, int64_t limit,
                              int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx)
 {
@@ -1483,6 +1559,9 @@ const struct bso_store_ops bso_sqlite_ops = {
     .ping = be_ping,
     .save_profile = be_save_profile,
     .list_profile = be_list_profile,
+    .save_power = be_save_power,
+    .power_limit = be_power_limit,
+    .list_power = be_list_power,
     .save_unfit = be_save_unfit,
     .waiting_trials = be_waiting_trials,
     .longest_run = be_longest_run,

@@ -572,6 +572,26 @@ int bso_session_list_profile(struct bso_session *s, const char *job_id,
     return rc < 0 ? rc : s->ops->list_profile(s, job_id, fn, ctx);
 }
 
+int bso_session_save_power(struct bso_session *s, const char *job_id,
+                           const struct bso_power_profile *p)
+{
+    return s->ops->save_power(s, job_id, p);
+}
+
+int bso_session_power_limit(struct bso_session *s, const char *job_id, int64_t batch_size,
+                            double *limit_w)
+{
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->power_limit(s, job_id, batch_size, limit_w);
+}
+
+int bso_session_list_power(struct bso_session *s, const char *job_id,
+                           int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx)
+{
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->list_power(s, job_id, fn, ctx);
+}
+
 int bso_session_save_unfit(struct bso_session *s, const struct bso_job *job)
 {
     const struct bso_job_spec *sp = &job->spec;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bso/power.h"
 #include "core/job.h"
 
 struct bso_store;
@@ -169,6 +170,26 @@ int bso_session_save_profile(struct bso_session *s, const char *job_id,
 /* Calls fn for every stored profile entry of job_id, by batch size. */
 int bso_session_list_profile(struct bso_session *s, const char *job_id,
                              int (*fn)(void *ctx, const struct bso_profile_entry *e), void *ctx);
+/* A batch size's power-limit profile (POST /jobs/ID/power): what a run measured at each
+ * limit during its first epoch, and the limit it chose. */
+struct bso_power_profile {
+    int64_t batch_size;
+    double power_limit_w; /* the chosen limit, W per GPU */
+    size_t n;
+    struct bso_power_point points[BSO_POWER_MAX_LIMITS];
+    char device[64];
+    char measured_at[32]; /* set by the store */
+};
+
+/* Stores (replacing an earlier one of that batch size) a power-limit profile for job_id. */
+int bso_session_save_power(struct bso_session *s, const char *job_id,
+                           const struct bso_power_profile *p);
+/* The chosen power limit of job_id's batch size; BSO_ENOTFOUND when it has no profile. */
+int bso_session_power_limit(struct bso_session *s, const char *job_id, int64_t batch_size,
+                            double *limit_w);
+/* Calls fn for every power-limit profile of job_id, by batch size. */
+int bso_session_list_power(struct bso_session *s, const char *job_id,
+                           int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx);
 /* Records which of the job's batch sizes do not fit (job->spec.unfit). */
 int bso_session_save_unfit(struct bso_session *s, const struct bso_job *job);
 

@@ -80,6 +80,11 @@ struct bso_store_ops {
     int (*list_profile)(struct bso_session *s, const char *job_id,
                         int (*fn)(void *ctx, const struct bso_profile_entry *e), void *ctx);
     int (*save_unfit)(struct bso_session *s, const char *job_id, const char *sizes);
+    int (*save_power)(struct bso_session *s, const char *job_id, const struct bso_power_profile *p);
+    int (*power_limit)(struct bso_session *s, const char *job_id, int64_t batch_size,
+                       double *limit_w);
+    int (*list_power)(struct bso_session *s, const char *job_id,
+                      int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx);
     /* API tokens (store.h), each in a transaction of its own. */
     int (*token_insert)(struct bso_session *s, const struct bso_token *t, const char *hash,
                         int64_t *id);
