@@ -11,11 +11,12 @@ from .exceptions import (BSOBadOperationError, BSOConfigError, BSOError, BSOOper
                          ZeusBSOTrainFailError)
 from .monitor import EnergyMonitor, Measurement
 from .optimizer import BatchSizeOptimizer
+from .power import PowerTuner
 from .spec import JobSpec
 
 ZeusMonitor = EnergyMonitor
 
-__all__ = ["BatchSizeOptimizer", "Client", "EnergyMonitor", "JobSpec", "Measurement",
+__all__ = ["BatchSizeOptimizer", "Client", "EnergyMonitor", "JobSpec", "Measurement", "PowerTuner",
            "ZeusMonitor", "BSOError", "BSORuntimeError", "BSOTrainFailError", "BSOConfigError",
            "BSOOperationOrderError", "BSOBadOperationError", "BSOUnreachableError",
            "ZeusBSORuntimError",

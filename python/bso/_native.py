@@ -1,4 +1,4 @@
-"""ctypes bindings to libbso (include/bso/client.h and include/bso/monitor.h).
+"""ctypes bindings to libbso (include/bso/client.h, monitor.h, power.h, probe.h, accumulate.h).
 
 The library is found through BSO_LIBRARY (a path), then beside this package, then the system's
 library path.
@@ -72,6 +72,26 @@ class Measurement(ctypes.Structure):
                 ("cpu_source", ctypes.c_int), ("utilization_pct", ctypes.c_double)]
 
 
+POWER_MAX_LIMITS = 16
+
+
+class PowerOptions(ctypes.Structure):  # include/bso/power.h
+    _fields_ = [("eta", ctypes.c_double), ("max_power_w", ctypes.c_double),
+                ("n_limits", ctypes.c_int), ("warmup_s", ctypes.c_double),
+                ("window_s", ctypes.c_double), ("min_steps", ctypes.c_int)]
+
+
+class PowerPoint(ctypes.Structure):
+    _fields_ = [("limit_w", ctypes.c_double), ("samples_per_s", ctypes.c_double),
+                ("power_w", ctypes.c_double)]
+
+
+class PowerResult(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_size_t), ("points", PowerPoint * POWER_MAX_LIMITS),
+                ("chosen", ctypes.c_size_t), ("limit_w", ctypes.c_double),
+                ("max_power_w", ctypes.c_double), ("eta", ctypes.c_double)]
+
+
 lib = load()
 _p = ctypes.c_void_p
 _s = ctypes.c_char_p
@@ -115,6 +135,20 @@ for name, res, args in [
     ("bso_monitor_cpu_source", ctypes.c_int, [_p]),
     ("bso_monitor_begin", ctypes.c_int, [_p, _s]),
     ("bso_monitor_end", ctypes.c_int, [_p, _s, ctypes.POINTER(Measurement)]),
+    ("bso_power_options_init", None, [ctypes.POINTER(PowerOptions)]),
+    ("bso_power_tuner_new", ctypes.c_int, [_p, ctypes.POINTER(PowerOptions), ctypes.POINTER(_p),
+                                           ctypes.c_char_p, ctypes.c_size_t]),
+    ("bso_power_tuner_free", None, [_p]),
+    ("bso_power_tuner_start", ctypes.c_int, [_p]),
+    ("bso_power_tuner_step", ctypes.c_int, [_p, ctypes.c_double]),
+    ("bso_power_tuner_apply", ctypes.c_int, [_p, ctypes.c_double]),
+    ("bso_power_tuner_state", ctypes.c_int, [_p]),
+    ("bso_power_tuner_errmsg", _s, [_p]),
+    ("bso_power_tuner_limits", ctypes.c_size_t, [_p, ctypes.POINTER(ctypes.c_double),
+                                                 ctypes.c_size_t]),
+    ("bso_power_tuner_result", ctypes.c_int, [_p, ctypes.POINTER(PowerResult)]),
+    ("bso_power_state_name", _s, [ctypes.c_int]),
+    ("bso_power_restore", ctypes.c_int, []),
 ]:
     fn = getattr(lib, name)
     fn.restype = res

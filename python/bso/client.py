@@ -1,6 +1,7 @@
 """A thin client for a BSO server over libbso (one reused connection, bounded retries)."""
 import ctypes
 import json
+import urllib.parse
 from typing import Any, Optional, Tuple
 
 from . import _native as N
@@ -47,6 +48,20 @@ class Client:
         self._check(N.lib.bso_client_next(self._c, job_id.encode(), ctypes.byref(bs),
                                           ctypes.byref(n)))
         return bs.value, n.value
+
+    def next_with_power(self, job_id: str) -> Tuple[int, int, Optional[float]]:
+        """next(), and the power limit an earlier run chose for that batch size (None when it
+        has not been profiled)."""
+        bs, number = self.next(job_id)
+        limit = self.body().get("power_limit")
+        return bs, number, float(limit) if limit is not None else None
+
+    def post_power(self, job_id: str, batch_size: int, profile: dict,
+                   device: str = "") -> dict:
+        """Stores a power profile (PowerTuner.result()) of batch_size: POST /jobs/ID/power."""
+        body = {"batch_size": batch_size, "power_limit": profile["power_limit"],
+                "device": device, "measurements": profile["measurements"]}
+        return self.post("/jobs/%s/power" % urllib.parse.quote(job_id, safe=""), body)
 
     def report(self, job_id: str, batch_size: int, trial: int, time_s: float, energy_j: float,
                metric: float, epoch: int, energy_source: Optional[str] = None) -> dict:

@@ -17,6 +17,14 @@ exit so the server can re-issue it; and a server that cannot be reached when the
 never blocks training: the run falls back to the job's default batch size, reports nothing, and
 stops on its own at the target metric or max_epochs (on_unreachable="fail", or
 BSO_ON_UNREACHABLE=fail, raises BSOUnreachableError instead).
+
+optimize_power=True also learns each GPU's power limit with the batch size (bso.power): the
+first run of a batch size profiles a few limits during its first epoch, counting the work
+from on_step() calls (one per training step), and the server keeps the chosen limit, which
+later runs of that size set at on_train_begin. Original limits come back when the run ends
+(also on an exception or SIGTERM). Without permission to set limits, or without a GPU whose
+power NVML measures, a warning says why and the run optimises the batch size only.
+power_options: PowerTuner's keyword arguments (n_limits, warmup_s, window_s, min_steps).
 """
 import atexit
 import logging
@@ -27,6 +35,7 @@ from .client import Client
 from .exceptions import (BSOBadOperationError, BSOConfigError, BSOOperationOrderError,
                          BSORuntimeError, BSOTrainFailError, BSOUnreachableError)
 from .monitor import EnergyMonitor
+from .power import DONE, OFF, PROFILING, PowerTuner
 from .spec import JobSpec
 
 log = logging.getLogger("bso")
@@ -39,7 +48,8 @@ class BatchSizeOptimizer:
                  world_size: int = 1, *, max_power: Optional[float] = None,
                  number_of_gpus: Optional[int] = None, gpu_model: Optional[str] = None,
                  client: Optional[Client] = None, on_unreachable: Optional[str] = None,
-                 token: Optional[str] = None, cacert: Optional[str] = None):
+                 token: Optional[str] = None, cacert: Optional[str] = None,
+                 optimize_power: bool = False, power_options: Optional[dict] = None):
         self.monitor = monitor
         self.server_url = server_url
         self.job = job
@@ -53,6 +63,13 @@ class BatchSizeOptimizer:
         self.trial_number = 0
         self.current_batch_size = 0
         self._ended = False
+        self.optimize_power = optimize_power
+        self.power_options = dict(power_options or {})
+        self.power_limit: Optional[float] = None  # this run's limit once set (W per GPU)
+        self.power_profile: Optional[dict] = None  # what this run's profiling measured
+        self._known_power_limit: Optional[float] = None  # the server's, for this batch size
+        self._tuner: Optional[PowerTuner] = None
+        self._power_posted = False
         self.on_unreachable = on_unreachable or os.environ.get("BSO_ON_UNREACHABLE", "fallback")
         if self.on_unreachable not in ("fallback", "fail"):
             raise BSOConfigError("on_unreachable must be 'fallback' or 'fail', not %r"
@@ -110,7 +127,7 @@ class BatchSizeOptimizer:
         self.cur_epoch = 0
         if not self.offline:
             try:
-                bs, number = self._client.next(self.job_id)
+                bs, number, self._known_power_limit = self._client.next_with_power(self.job_id)
             except BSOUnreachableError as e:
                 self._go_offline(e)
         if self.offline:
@@ -124,7 +141,72 @@ class BatchSizeOptimizer:
 
     def on_train_begin(self) -> None:
         self.training_finished = False
+        if self.optimize_power and self._tuner is None:
+            self._begin_power()
         self.monitor.begin_window(WINDOW)
+
+    def _begin_power(self) -> None:
+        """Sets the limit the server knows for this batch size, or starts profiling. Never
+        fails the run: without a tuner it goes on at the GPUs' present limits."""
+        try:
+            self._tuner = PowerTuner(self.monitor, self.job.eta_knob, **self.power_options)
+            state = (self._tuner.apply(self._known_power_limit)
+                     if self._known_power_limit is not None else self._tuner.start())
+        except (BSOConfigError, BSORuntimeError) as e:
+            log.warning("power limits are not tuned: %s", e)
+            self._close_power()
+            return
+        if state == OFF:
+            log.warning("power limits are not tuned: %s", self._tuner.message)
+            self._close_power()
+            return
+        atexit.register(self._close_power)
+        if state == DONE:
+            self.power_limit = self._known_power_limit
+            log.info("BSO power limit %g W per GPU (chosen by an earlier run at batch size %d)",
+                     self.power_limit, self.current_batch_size)
+        else:
+            log.info("BSO profiling power limits %s W during the first epoch",
+                     ", ".join("%g" % w for w in self._tuner.limits))
+
+    def on_step(self, samples: Optional[float] = None) -> None:
+        """Call after every training step when optimize_power is on: the profiling counts the
+        work done (samples; default: this rank's share of the batch size)."""
+        if self._tuner is None or self.power_limit is not None:
+            return
+        work = samples if samples is not None else self.current_batch_size / self.world_size
+        try:
+            state = self._tuner.step(work)
+        except BSORuntimeError as e:
+            log.warning("power profiling stopped: %s", e)
+            self._close_power()
+            return
+        if state == DONE:
+            self.power_profile = self._tuner.result()
+            self.power_limit = self.power_profile["power_limit"]
+            log.info("BSO power limit %g W per GPU chosen for batch size %d", self.power_limit,
+                     self.current_batch_size)
+        elif state == OFF:
+            log.warning("power profiling stopped: %s", self._tuner.message)
+            self._close_power()
+
+    def _post_power(self) -> None:
+        """Hands the profile to the server once, so later runs of this size skip profiling."""
+        if self.power_profile is None or self._power_posted or self.offline or self.rank != 0:
+            return
+        self._power_posted = True
+        device = self.monitor.gpus[0].name if self.monitor.gpus else ""
+        try:
+            self._client.post_power(self.job_id, self.current_batch_size, self.power_profile,
+                                    device)
+        except BSORuntimeError as e:
+            log.warning("the power profile was not stored: %s", e)
+
+    def _close_power(self) -> None:
+        """Puts the GPUs' original limits back."""
+        if self._tuner is not None:
+            self._tuner.close()
+            self._tuner = None
 
     def _measure(self):
         m = self.monitor.end_window(WINDOW)
@@ -140,6 +222,11 @@ class BatchSizeOptimizer:
             return
         self.cur_epoch += 1
         elapsed, energy = self._measure()
+        if self._tuner is not None and self.power_limit is None and self.cur_epoch == 1:
+            if self._tuner.state == PROFILING:
+                log.info("power profiling goes on into the next epoch (call on_step() after "
+                         "each training step)")
+        self._post_power()
         if self.world_size > 1:
             from . import torch as bso_torch
             elapsed, energy = bso_torch.combine_measurements(elapsed, energy)
@@ -160,6 +247,7 @@ class BatchSizeOptimizer:
             return
         self.training_finished = True
         self._ended = True
+        self._close_power()
         if not answer["converged"]:
             raise BSOTrainFailError("Train failed: %s Launch the job again: the server picks "
                                     "the next batch size." % answer["message"])

@@ -11,13 +11,16 @@ import torch.distributed as dist
 
 
 def broadcast_batch_size(opt) -> int:
-    """Rank 0 asks the server; every rank returns the same batch size and trial number."""
-    t = torch.zeros(2, dtype=torch.int64)
+    """Rank 0 asks the server; every rank returns the same batch size and trial number, and
+    learns the power limit known for it (whole watts; optimize_power)."""
+    t = torch.zeros(3, dtype=torch.int64)
     if dist.get_rank() == 0:
         t[0] = opt.get_batch_size()
         t[1] = opt.trial_number
+        t[2] = int(round(opt._known_power_limit or 0))
     dist.broadcast(t, src=0)
     opt.current_batch_size, opt.trial_number = int(t[0]), int(t[1])
+    opt._known_power_limit = float(t[2]) if int(t[2]) > 0 else None
     return opt.current_batch_size
 
 

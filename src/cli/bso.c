@@ -17,6 +17,7 @@
 
 #include "bso/client.h"
 #include "bso/monitor.h"
+#include "bso/power.h"
 
 struct ctx {
     const char *server;
@@ -234,6 +235,28 @@ static void job_path(const char *job_id, const char *suffix, char *path, size_t 
     snprintf(path, cap, "/jobs/%s%s", id, suffix);
 }
 
+/* The power limit chosen per batch size, with what each limit measured. */
+static void show_power(json_t *profiles)
+{
+    size_t i, k;
+    json_t *p, *m;
+    printf("\npower limits (profiled in a run's first epoch; later runs set the chosen one):\n");
+    printf("%10s %9s   %s\n", "BATCH SIZE", "CHOSEN W", "MEASURED: limit W samples/s power W");
+    json_array_foreach(profiles, i, p)
+    {
+        printf("%10" PRId64 " %9.0f  ",
+               (int64_t)json_integer_value(json_object_get(p, "batch_size")),
+               json_number_value(json_object_get(p, "power_limit")));
+        json_array_foreach(json_object_get(p, "measurements"), k, m)
+        {
+            printf(" %.0f:%.1f:%.1f", json_number_value(json_object_get(m, "power_limit")),
+                   json_number_value(json_object_get(m, "samples_per_s")),
+                   json_number_value(json_object_get(m, "power")));
+        }
+        printf("\n");
+    }
+}
+
 static int cmd_show(struct ctx *c)
 {
     bso_client *cl = c->cl;
@@ -299,6 +322,8 @@ static int cmd_show(struct ctx *c)
         json_array_foreach(infeasible, i, a) printf(" %" PRId64, (int64_t)json_integer_value(a));
         printf("\n");
     }
+    if (json_array_size(json_object_get(job, "power_profiles")) > 0)
+        show_power(json_object_get(job, "power_profiles"));
     json_decref(job);
     return 0;
 }
@@ -613,8 +638,29 @@ static int open_monitor(bso_monitor **m)
     return 0;
 }
 
+static void say_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    printf("%s\n", line);
+}
+
+/* bso gpus --restore-power: the limits of processes that died holding them. */
+static int restore_power(void)
+{
+    const int rc = bso_power_restore_recorded(say_line, NULL);
+    if (rc < 0)
+        return die("power limits not restored: %s", bso_strerror(rc));
+    if (rc == 0)
+        printf("no power limit left behind to restore\n");
+    return 0;
+}
+
 static int cmd_gpus(struct ctx *c)
 {
+    if (c->argc == 1 && !strcmp(c->argv[0], "--restore-power"))
+        return restore_power();
+    if (c->argc > 0)
+        return die("gpus takes no argument but --restore-power, not '%s'", c->argv[0]), 2;
     bso_monitor *m;
     if (open_monitor(&m))
         return 1;
@@ -732,7 +778,10 @@ static const struct command commands[] = {
     {"probe", 1, true, "JOB",
      "the job's device profile (bso.probe): which sizes fit, samples/s and J/sample, with bars",
      cmd_probe},
-    {"gpus", 0, false, "", "the GPUs the monitor sees and where energy will come from", cmd_gpus},
+    {"gpus", -1, false, "[--restore-power]",
+     "the GPUs the monitor sees and where energy will come from; --restore-power puts back "
+     "the power limits of tuning runs that were killed",
+     cmd_gpus},
     {"measure", -1, false, "-- CMD [ARGS...]",
      "run a command and print its time and energy (to stderr)", cmd_measure},
     {"help", -1, false, "[CMD]", "this text", cmd_help},
