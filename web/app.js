@@ -267,9 +267,24 @@ function jobView(job, trials) {
         el('td', { class: 'num', text: p ? fmt(p[0]) + ' – ' + fmt(p[1]) : '–' }));
     })));
 
+  // Power limits: what each limit measured in a size's first epoch, and the one kept.
+  const profiles = job.power_profiles || [];
+  const power = profiles.length ? [el('h2', { text: 'Power limits' }),
+    el('p', { class: 'muted', text: 'Profiled in the first epoch of a batch size; later runs of that size set the chosen limit.' }),
+    el('table', { id: 'power' }, el('thead', {}, el('tr', {},
+      ...['Batch size', 'Limit (W)', 'Samples/s', 'Power (W)', 'Cost per sample', 'Chosen', 'Device'].map(h => el('th', { text: h })))),
+      el('tbody', {}, ...profiles.flatMap(p => p.measurements.map(m => {
+        const chosen = m.power_limit === p.power_limit;
+        return el('tr', { class: chosen ? 'chosen' : '' },
+          el('td', { class: 'num', text: String(p.batch_size) }), el('td', { class: 'num', text: fmt(m.power_limit, 0) }),
+          el('td', { class: 'num', text: fmt(m.samples_per_s) }), el('td', { class: 'num', text: fmt(m.power) }),
+          el('td', { class: 'num', text: fmt(m.cost_per_sample, 4) }), el('td', { text: chosen ? '✓' : '' }),
+          el('td', { text: p.device }));
+      }))))] : [];
+
   return [el('h1', { id: 'job-title', text: job.job_id }), cards,
           el('div', { class: 'charts' }, costChart, timeline, bsChart, energy, time),
-          el('h2', { text: 'Batch sizes' }), table,
+          el('h2', { text: 'Batch sizes' }), table, ...power,
           el('h2', { text: 'Specification' }), el('pre', { id: 'spec', text: JSON.stringify(spec, null, 2) })];
 }
 

@@ -112,6 +112,14 @@ static int local_profile(void *ctx, const struct sim_profile_entry *e, size_t n)
     return 0;
 }
 
+/* The policy learns a size's cost at its limit from the reports; the profile is for people. */
+static int local_power(void *ctx, int64_t bs, const struct bso_power_point *points, size_t n,
+                       size_t chosen)
+{
+    (void)ctx, (void)bs, (void)points, (void)n, (void)chosen;
+    return 0;
+}
+
 static void local_close(void *ctx)
 {
     struct local *l = ctx;
@@ -180,6 +188,31 @@ static int remote_profile(void *ctx, const struct sim_profile_entry *e, size_t n
     return 0;
 }
 
+/* POST /jobs/ID/power, as a client with optimize_power does after its first epoch. */
+static int remote_power(void *ctx, int64_t bs, const struct bso_power_point *points, size_t n,
+                        size_t chosen)
+{
+    struct remote *r = ctx;
+    char path[BSO_CLIENT_ID_MAX + 32], body[BSO_POWER_MAX_LIMITS * 160 + 128];
+    size_t o = (size_t)snprintf(body, sizeof body,
+                                "{\"device\":\"trace\",\"batch_size\":%" PRId64
+                                ",\"power_limit\":%.17g,\"measurements\":[",
+                                bs, points[chosen].limit_w);
+    for (size_t k = 0; k < n && o < sizeof body; k++)
+        o += (size_t)snprintf(body + o, sizeof body - o,
+                              "%s{\"power_limit\":%.17g,\"samples_per_s\":%.17g,\"power\":%.17g}",
+                              k ? "," : "", points[k].limit_w, points[k].samples_per_s,
+                              points[k].power_w);
+    if (o < sizeof body)
+        snprintf(body + o, sizeof body - o, "]}");
+    snprintf(path, sizeof path, "/jobs/%s/power", r->job_id);
+    if (bso_client_post(r->c, path, body) < 0) {
+        snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
+        return -1;
+    }
+    return 0;
+}
+
 static int remote_end_trial(void *ctx, int64_t bs, int64_t trial)
 {
     struct remote *r = ctx;
@@ -237,8 +270,14 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
             return -1;
         }
         l->err = drv->err;
-        *drv = (struct sim_driver){
-            l, local_predict, local_report, local_profile, local_end_trial, local_close, ""};
+        *drv = (struct sim_driver){l,
+                                   local_predict,
+                                   local_report,
+                                   local_profile,
+                                   local_end_trial,
+                                   local_power,
+                                   local_close,
+                                   ""};
         l->err = drv->err;
         return 0;
     }
@@ -261,8 +300,14 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
         free(r);
         return -1;
     }
-    *drv = (struct sim_driver){
-        r, remote_predict, remote_report, remote_profile, remote_end_trial, remote_close, ""};
+    *drv = (struct sim_driver){r,
+                               remote_predict,
+                               remote_report,
+                               remote_profile,
+                               remote_end_trial,
+                               remote_power,
+                               remote_close,
+                               ""};
     r->err = drv->err;
     r->keep = opt->keep_jobs;
     return 0;

@@ -40,17 +40,26 @@ double sim_expected_cost(const struct sim_job *job, size_t b, size_t p, double e
     return epochs / (double)reaching * epoch_cost(job, b, p, eta);
 }
 
+/* What profiling batch size b measures at each of the trace's limits: samples per second
+ * when the workload's training set size is known, else epochs per second. */
+static size_t trace_points(const struct sim_job *job, size_t b, struct bso_power_point *points)
+{
+    const struct sim_bs *s = &job->bs[b];
+    const double work = job->w.samples_per_epoch > 0 ? (double)job->w.samples_per_epoch : 1.0;
+    for (size_t p = 0; p < s->n_pl; p++)
+        points[p] = (struct bso_power_point){.limit_w = s->pl[p],
+                                             .samples_per_s = work / s->time_per_epoch[p],
+                                             .power_w = s->power[p]};
+    return s->n_pl;
+}
+
 /* The power limit a job chooses for batch size b after profiling its first epoch: the
- * client's choice (bso_power_choose) over the trace's limits, an epoch being the unit of
- * work. */
+ * client's choice (bso_power_choose) over the trace's limits. */
 static size_t best_pl(const struct sim_job *job, size_t b, double eta)
 {
     const struct sim_bs *s = &job->bs[b];
     struct bso_power_point points[SIM_MAX_PL];
-    for (size_t p = 0; p < s->n_pl; p++)
-        points[p] = (struct bso_power_point){.limit_w = s->pl[p],
-                                             .samples_per_s = 1.0 / s->time_per_epoch[p],
-                                             .power_w = s->power[p]};
+    trace_points(job, b, points);
     size_t best;
     if (bso_power_choose(points, s->n_pl, eta, job->max_power, &best) < 0)
         return s->n_pl - 1;
@@ -171,6 +180,12 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
             time += t / (double)s->n_pl;
             energy += j / (double)s->n_pl;
             st->profiled[b] = true;
+            struct bso_power_point points[SIM_MAX_PL];
+            const size_t n = trace_points(job, b, points);
+            if (n <= BSO_POWER_MAX_LIMITS && drv->power(drv->ctx, bs, points, n, p) < 0) {
+                snprintf(err, errcap, "%s", drv->err);
+                return -1;
+            }
         } else {
             time += s->time_per_epoch[p];
             energy += s->time_per_epoch[p] * s->power[p];

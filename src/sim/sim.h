@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "bso/power.h"
 #include "core/rng.h"
 #include "sim/profile.h"
 #include "sim/traces.h"
@@ -26,6 +27,10 @@ struct sim_driver {
     int (*profile)(void *ctx, const struct sim_profile_entry *e, size_t n);
     /* Ends a run that will not report (it ran out of memory). */
     int (*end_trial)(void *ctx, int64_t bs, int64_t trial);
+    /* Hands over a --power jit profile of batch size bs (what a client posts after profiling
+     * the limits in the first epoch): points[chosen] is the limit kept. */
+    int (*power)(void *ctx, int64_t bs, const struct bso_power_point *points, size_t n,
+                 size_t chosen);
     void (*close)(void *ctx);
     char err[512];
 };

@@ -52,9 +52,11 @@ class Dashboard(unittest.TestCase):
         cls.url = "http://127.0.0.1:%d" % cls.srv.port
         env = dict(os.environ, BSO_TOKEN=cls.token)
         with tempfile.TemporaryDirectory() as d:
+            # squad's runs profile power limits (--power jit posts them, as clients do).
             for workload in ("squad", "librispeech", "cifar100"):
                 out = subprocess.run([SIM, "--traces", TRACES, "--gpu", "v100", "--workload",
                                       workload, "--policy", "bso,zeus", "--seeds", "3",
+                                      "--power", "jit" if workload == "squad" else "max",
                                       "--recurrences", "12", "--server", cls.url,
                                       "--keep-jobs", "yes", "--out", d],
                                      capture_output=True, text=True, timeout=600, env=env)
@@ -64,7 +66,9 @@ class Dashboard(unittest.TestCase):
             job = cls.get("/jobs/" + j["job_id"])
             cls.jobs.append({"job_id": j["job_id"], "trials": j["trials"],
                              "batch_sizes": len(job["spec"]["batch_sizes"]),
-                             "default_batch_size": job["spec"]["default_batch_size"]})
+                             "default_batch_size": job["spec"]["default_batch_size"],
+                             "power_profiles": len(job["power_profiles"])})
+        assert any(j["power_profiles"] for j in cls.jobs), "no job profiled power limits"
 
     @classmethod
     def tearDownClass(cls):

@@ -226,6 +226,29 @@ class Sim(unittest.TestCase):
             # The replay cleans up after itself.
             self.assertEqual(srv.request("GET", "/jobs")[1]["jobs"], [])
 
+    @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
+                         "the shared traces are not beside the repository")
+    def test_jit_posts_power_profiles(self):
+        """--power jit through a server posts what the first epoch at each size profiled, as
+        a client with optimize_power does: one profile per size run, the cheapest limit."""
+        with Server() as srv, tempfile.TemporaryDirectory() as d:
+            url = "http://127.0.0.1:%d" % srv.port
+            p = os.path.join(d, "runs.csv")
+            out = sim("--traces", TRACES, "--gpu", "a40", "--workload", "squad", "--policy",
+                      "bso", "--power", "jit", "--seeds", "5", "--recurrences", "8",
+                      "--keep-jobs", "yes", "--decisions", p, "--out", d, "--server", url)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            (job_id,) = [j["job_id"] for j in srv.request("GET", "/jobs")[1]["jobs"]]
+            job = srv.request("GET", "/jobs/" + job_id)[1]
+            profiles = job["power_profiles"]
+            run_sizes = {int(r["batch_size"]) for r in decisions(p)}
+            self.assertEqual({x["batch_size"] for x in profiles}, run_sizes)
+            for x in profiles:
+                costs = {m["power_limit"]: m["cost_per_sample"] for m in x["measurements"]}
+                self.assertGreaterEqual(len(costs), 2)
+                self.assertEqual(x["power_limit"], min(costs, key=costs.get), x)
+                self.assertEqual(x["device"], "trace")
+
 
 if __name__ == "__main__":
     unittest.main()
