@@ -385,7 +385,7 @@ int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, str
             for (size_t i = 0; i < n && i < BSO_MAX_BATCH_SIZES; i++) {
                 size_t before = ds->n;
                 if (!to_int(&c, json_array_get(v, i), &sizes[i])) {
-                    if (ds->n > before) /* added: a full list takes no more */
+                    if (ds->n > before)                   /* added: a full list takes no more */
                         ds->d[before].index = (int64_t)i; /* loc: body.batch_sizes.i */
                     ok = false;
                 }
