@@ -130,3 +130,11 @@ int teardown_job(void **state)
     free(*state);
     return 0;
 }
+
+void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}

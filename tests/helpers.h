@@ -14,6 +14,8 @@
 
 /* A fresh directory "/tmp/<prefix>-XXXXXX" written into dir (cap >= 64); 0, or -1. */
 int make_temp_dir(char *dir, size_t cap, const char *prefix);
+/* Writes text to path (replacing it), or fails the test. */
+void write_file(const char *path, const char *text);
 /* Removes dir and everything in it; 0, or -1. */
 int remove_temp_dir(const char *dir);
 

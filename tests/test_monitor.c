@@ -13,14 +13,6 @@
 
 static char dir[64], script[128], powercap[128];
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void nap_ms(long ms)
 {
     struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};

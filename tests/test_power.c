@@ -24,14 +24,6 @@ static char dir[64], script[128], state_file[128], record[128];
  * 200 W by 5%: 300 W 15680, 250 W 15225, 200 W 14400, 150 W 17600, 100 W 29625 (x 1e-3). */
 #define CURVE "curve=100:95:150,150:140:80,200:180:60,250:225:58,300:260:56"
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* The fake driver's limit of GPU index, in W, as kept in its state file (-1: never set). */
 static double kept_limit_w(unsigned index)
 {

@@ -354,18 +354,29 @@ static int mark_unfit(void *ctx, const struct bso_profile_entry *e)
     return 0;
 }
 
-int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_profile_entry *e,
-                    size_t n, struct bso_job_spec *spec_out, char *msg)
+/* Begins a write transaction on job_id and loads its row into *job (release with
+ * bso_job_clear). On failure the transaction is over and msg says why ("Unknown job(ID)."). */
+static int load_for_write(struct bso_session *s, const char *job_id, struct bso_job *job,
+                          const char *what, char *msg)
 {
     int rc = bso_session_begin_write(s, job_id);
     if (rc < 0)
-        return db_error(s, rc, "profile", msg);
-    struct bso_job job;
-    rc = bso_session_load_job(s, job_id, 0, &job);
+        return db_error(s, rc, what, msg);
+    rc = bso_session_load_job(s, job_id, 0, job);
     if (rc == BSO_ENOTFOUND)
-        return finish(s, say(msg, rc, "Unknown job(%s).", job_id), "profile", msg);
+        return finish(s, say(msg, rc, "Unknown job(%s).", job_id), what, msg);
     if (rc < 0)
-        return finish(s, db_error(s, rc, "profile", msg), "profile", msg);
+        return finish(s, db_error(s, rc, what, msg), what, msg);
+    return 0;
+}
+
+int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_profile_entry *e,
+                    size_t n, struct bso_job_spec *spec_out, char *msg)
+{
+    struct bso_job job;
+    int rc = load_for_write(s, job_id, &job, "profile", msg);
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; i < n && rc == 0; i++)
         if (bso_job_spec_index(&job.spec, e[i].batch_size) < 0)
             rc = say(msg, BSO_EINVAL, "Batch size %lld is not one of job %s's batch sizes.",
@@ -392,15 +403,10 @@ int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_
 
 int bso_svc_power(struct bso_session *s, const char *job_id, struct bso_power_profile *p, char *msg)
 {
-    int rc = bso_session_begin_write(s, job_id);
-    if (rc < 0)
-        return db_error(s, rc, "power", msg);
     struct bso_job job;
-    rc = bso_session_load_job(s, job_id, 0, &job);
-    if (rc == BSO_ENOTFOUND)
-        return finish(s, say(msg, rc, "Unknown job(%s).", job_id), "power", msg);
+    int rc = load_for_write(s, job_id, &job, "power", msg);
     if (rc < 0)
-        return finish(s, db_error(s, rc, "power", msg), "power", msg);
+        return rc;
     size_t chosen = p->n;
     if (bso_job_spec_index(&job.spec, p->batch_size) < 0) {
         rc = say(msg, BSO_EINVAL, "Batch size %lld is not one of job %s's batch sizes.",
