@@ -317,6 +317,45 @@ static int child_status(enum ending how)
     return status;
 }
 
+/* A child forked while the limit is held (a data loader's worker) ends, normally and by
+ * SIGTERM: the limit stays for the process still training, which restores it when it ends. */
+static void test_forked_child_leaves_the_limit(void **state)
+{
+    (void)state;
+    write_file(script, "gpu max_mw=300000 limit_mw=280000 " CURVE "\n");
+    const pid_t holder = fork();
+    assert_true(holder >= 0);
+    if (holder == 0) {
+        bso_monitor *m = NULL;
+        bso_power_tuner *t = NULL;
+        char err[256];
+        if (bso_monitor_new(NULL, &m, err, sizeof err) != 0 ||
+            bso_power_tuner_new(m, NULL, &t, err, sizeof err) != 0 ||
+            bso_power_tuner_start(t) != BSO_POWER_PROFILING)
+            _exit(3);
+        for (int how = 0; how < 2; how++) {
+            const pid_t worker = fork();
+            if (worker == 0) {
+                if (how == 0)
+                    exit(0);
+                for (;;)
+                    pause();
+            }
+            if (how == 1)
+                kill(worker, SIGTERM);
+            int st;
+            if (waitpid(worker, &st, 0) != worker || kept_limit_w(0) != 300)
+                _exit(10 + how);
+        }
+        exit(0); /* the holder's own exit restores */
+    }
+    int status;
+    assert_int_equal(waitpid(holder, &status, 0), holder);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_true(kept_limit_w(0) == 280);
+}
+
 static void test_restore_at_exit(void **state)
 {
     (void)state;
@@ -402,6 +441,7 @@ int main(void)
         cmocka_unit_test_setup(test_apply_known_limit, fresh),
         cmocka_unit_test_setup(test_restore_at_exit, fresh),
         cmocka_unit_test_setup(test_restore_on_sigterm, fresh),
+        cmocka_unit_test_setup(test_forked_child_leaves_the_limit, fresh),
         cmocka_unit_test_setup(test_restore_recorded_after_sigkill, fresh),
         cmocka_unit_test_setup(test_restore_recorded_order, fresh),
         cmocka_unit_test_setup(test_restore_recorded_without_permission, fresh),

@@ -30,6 +30,10 @@ static struct nvml nv;
 static volatile sig_atomic_t nv_open;
 static struct held held[BSO_MAX_GPUS];
 static bool hooks_installed;
+/* The process that holds the limits. A child forked from it (a data loader's worker) inherits
+ * the table and the handlers, but its exit or death must not put the limits back under the
+ * parent that is still training with them. */
+static volatile pid_t owner;
 
 static const int fatal_signals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT,
                                     SIGSEGV, SIGBUS, SIGFPE, SIGABRT};
@@ -84,7 +88,7 @@ static void close_if_idle(void)
 
 static void on_fatal_signal(int sig)
 {
-    if (nv_open)
+    if (nv_open && getpid() == owner)
         restore_held_unlocked();
     /* SA_RESETHAND put the default action back: the signal now does what it would have. */
     raise(sig);
@@ -289,6 +293,7 @@ int bso_power_limit_set(unsigned index, unsigned mw, char *err, size_t errcap)
             h->original_mw = original;
             if (nv.uuid(dev, h->uuid, sizeof h->uuid) != NVML_OK || !h->uuid[0])
                 snprintf(h->uuid, sizeof h->uuid, "gpu-%u", index);
+            owner = getpid();
             record_add(h);
             install_hooks();
             h->active = 1;
@@ -310,6 +315,8 @@ int bso_power_limit_set(unsigned index, unsigned mw, char *err, size_t errcap)
 static int restore_one(struct held *h)
 {
     h->active = 0;
+    if (getpid() != owner)
+        return 0; /* a forked child's copy: the parent still uses the limit */
     const int nrc = nv.set_power_limit(h->dev, h->original_mw);
     record_drop(h->index);
     return nrc == NVML_OK ? 0 : BSO_EIO;
@@ -327,6 +334,8 @@ int bso_power_limit_restore(unsigned index)
 
 int bso_power_restore(void)
 {
+    if (getpid() != owner)
+        return 0; /* a forked child holds nothing */
     pthread_mutex_lock(&lock);
     int restored = 0;
     for (size_t i = 0; i < BSO_MAX_GPUS; i++)
