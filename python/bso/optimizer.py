@@ -150,8 +150,15 @@ class BatchSizeOptimizer:
         fails the run: without a tuner it goes on at the GPUs' present limits."""
         try:
             self._tuner = PowerTuner(self.monitor, self.job.eta_knob, **self.power_options)
-            state = (self._tuner.apply(self._known_power_limit)
-                     if self._known_power_limit is not None else self._tuner.start())
+            state = None
+            if self._known_power_limit is not None:
+                try:
+                    state = self._tuner.apply(self._known_power_limit)
+                except BSORuntimeError as e:  # chosen on other GPUs: outside this range
+                    log.warning("%s: profiling this batch size again", e)
+                    self._known_power_limit = None
+            if state is None:
+                state = self._tuner.start()
         except (BSOConfigError, BSORuntimeError) as e:
             log.warning("power limits are not tuned: %s", e)
             self._close_power()

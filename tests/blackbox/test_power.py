@@ -98,6 +98,22 @@ class Power(unittest.TestCase):
         self.assertIn("power limits", shown.stdout)
         self.assertRegex(shown.stdout, r"\s+64\s+200\s+300:")
 
+    def test_a_limit_outside_these_gpus_range_is_profiled_again(self):
+        """A stored choice made on other GPUs (500 W where these stop at 300 W) is not forced:
+        the run profiles again and the new choice replaces it."""
+        self.srv.register({"job_id": "pw-6", "job_id_prefix": "pw", "batch_sizes": [64],
+                           "default_batch_size": 64, "target_metric": 0.9, "max_epochs": 5,
+                           "max_power": 300, "number_of_gpus": 1, "gpu_model": "Fake A100"})
+        status, _ = self.srv.request("POST", "/jobs/pw-6/power", {
+            "batch_size": 64, "power_limit": 500,
+            "measurements": [{"power_limit": 500, "samples_per_s": 10, "power": 400}]})
+        self.assertEqual(status, 200)
+        run, log = self.result("pw-6")
+        self.assertEqual((run["power_limit"], run["profiled"]), (200, True), log)
+        self.assertIn("outside the GPUs' range", log)
+        (profile,) = self.srv.request("GET", "/jobs/pw-6")[1]["power_profiles"]
+        self.assertEqual(profile["power_limit"], 200)
+
     def test_exception_restores(self):
         rc, out, err = self.finish(self.train("pw-2", "raise"))
         self.assertNotEqual(rc, 0)
