@@ -622,6 +622,21 @@ static void measurement(struct field_ctx *c, json_t *obj, const char *name, doub
     }
 }
 
+/* The required list `name` of 1 to max entries, or NULL (with a detail when it is there but
+ * is not such a list). */
+static json_t *entry_list(struct field_ctx *c, json_t *obj, const char *name, size_t max)
+{
+    json_t *list = field(c, obj, name, true);
+    if (list &&
+        (!json_is_array(list) || json_array_size(list) == 0 || json_array_size(list) > max)) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s must be a list of 1 to %zu entries", name, max);
+        bso_details_add(c->ds, "body", name, -1, "type_error.list", msg);
+        return NULL;
+    }
+    return list;
+}
+
 /* The optional "device" name (at most 63 characters), or "". */
 static const char *device_name(struct field_ctx *c, json_t *obj)
 {
@@ -645,13 +660,7 @@ int bso_decode_profile(const char *body, size_t len, struct bso_profile_entry *e
         return BSO_EINVAL;
     struct field_ctx c = {.ds = ds};
     const char *device = device_name(&c, root);
-    json_t *list = field(&c, root, "batch_sizes", true);
-    if (list && (!json_is_array(list) || json_array_size(list) == 0 ||
-                 json_array_size(list) > BSO_MAX_BATCH_SIZES)) {
-        bso_details_add(ds, "body", "batch_sizes", -1, "type_error.list",
-                        "batch_sizes must be a list of 1 to 256 entries");
-        list = NULL;
-    }
+    json_t *list = entry_list(&c, root, "batch_sizes", BSO_MAX_BATCH_SIZES);
     size_t i;
     json_t *item;
     json_array_foreach(list, i, item)
@@ -718,13 +727,7 @@ int bso_decode_power(const char *body, size_t len, struct bso_power_profile *p,
     if ((v = field(&c, root, "power_limit", false)) && !json_is_null(v))
         watts(&c, root, "power_limit", -1, &p->power_limit_w);
     snprintf(p->device, sizeof p->device, "%s", device_name(&c, root));
-    json_t *list = field(&c, root, "measurements", true);
-    if (list && (!json_is_array(list) || json_array_size(list) == 0 ||
-                 json_array_size(list) > BSO_POWER_MAX_LIMITS)) {
-        bso_details_add(ds, "body", "measurements", -1, "type_error.list",
-                        "measurements must be a list of 1 to 16 entries");
-        list = NULL;
-    }
+    json_t *list = entry_list(&c, root, "measurements", BSO_POWER_MAX_LIMITS);
     size_t i;
     json_t *item;
     json_array_foreach(list, i, item)
