@@ -12,6 +12,7 @@
 
 #include "client/nvml.h"
 #include "client/rapl.h"
+#include "os/os.h"
 
 #define MAX_WINDOWS 32
 
@@ -70,13 +71,6 @@ void bso_monitor_options_init(struct bso_monitor_options *opt)
     memset(opt, 0, sizeof(*opt));
     opt->cpu = true;
     opt->sample_ms = 50;
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 __attribute__((format(printf, 3, 4))) static int fail(bso_monitor *m, int code, const char *fmt,
@@ -174,7 +168,7 @@ static int setup_gpu(bso_monitor *m, struct gpu *g, int index)
     } else if (n->power_usage(g->dev, &mw) == NVML_OK) {
         g->info.source = BSO_SOURCE_NVML_POWER;
         g->last_power_w = mw / 1000.0;
-        g->last_t = now_s();
+        g->last_t = bso_os_monotonic_s();
     } else {
         g->info.source = BSO_SOURCE_NONE;
     }
@@ -223,7 +217,7 @@ static int gpu_energy(bso_monitor *m, struct gpu *g, double t, double *j)
 static void sample(bso_monitor *m)
 {
     pthread_mutex_lock(&m->lock);
-    const double t = now_s();
+    const double t = bso_os_monotonic_s();
     for (size_t i = 0; i < m->n_gpus; i++) {
         struct gpu *g = &m->gpus[i];
         unsigned mw;
@@ -446,7 +440,7 @@ int bso_monitor_begin(bso_monitor *m, const char *name)
         struct window *w = &m->windows[m->n_windows];
         memset(w, 0, sizeof(*w));
         snprintf(w->name, sizeof w->name, "%s", name);
-        w->t0 = now_s();
+        w->t0 = bso_os_monotonic_s();
         for (size_t i = 0; i < m->n_gpus; i++) {
             w->util_sum[i] = m->gpus[i].util_sum;
             w->util_n[i] = m->gpus[i].util_n;
@@ -488,7 +482,7 @@ int bso_monitor_end(bso_monitor *m, const char *name, struct bso_measurement *ou
         pthread_mutex_unlock(&m->lock);
         return rc;
     }
-    const double t = now_s();
+    const double t = bso_os_monotonic_s();
     double gpu_j[BSO_MAX_GPUS], cpu_j;
     int rc = read_all(m, t, gpu_j, &cpu_j);
     if (rc < 0) {

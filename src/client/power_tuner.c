@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bso/power.h"
 #include "client/power_limits.h"
+#include "os/os.h"
 
 struct bso_power_tuner {
     bso_monitor *m;
@@ -45,13 +45,6 @@ void bso_power_options_init(struct bso_power_options *opt)
     opt->warmup_s = 1.0;
     opt->window_s = 3.0;
     opt->min_steps = 3;
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 __attribute__((format(printf, 3, 4))) static int fail(bso_power_tuner *t, int code, const char *fmt,
@@ -200,7 +193,7 @@ int bso_power_tuner_start(bso_power_tuner *t)
     if (rc != 0)
         return rc;
     t->state = BSO_POWER_PROFILING;
-    t->phase_t0 = now_s();
+    t->phase_t0 = bso_os_monotonic_s();
     return t->state;
 }
 
@@ -263,7 +256,7 @@ int bso_power_tuner_step(bso_power_tuner *t, double samples)
         return fail(t, BSO_EINVAL, "a step does a positive amount of work, not %g", samples);
     if (t->state != BSO_POWER_PROFILING)
         return t->state;
-    const double now = now_s();
+    const double now = bso_os_monotonic_s();
     if (!t->measuring) {
         if (now - t->phase_t0 < t->opt.warmup_s)
             return t->state;
@@ -292,7 +285,7 @@ int bso_power_tuner_step(bso_power_tuner *t, double samples)
     const int rc = set_all(t, t->limits_w[t->k]);
     if (rc != 0)
         return rc;
-    t->phase_t0 = now_s();
+    t->phase_t0 = bso_os_monotonic_s();
     return t->state;
 }
 

@@ -8,4 +8,7 @@
 /* Fills words[0..n) with random bits from the kernel (getrandom). 0 or BSO_EIO. */
 int bso_os_entropy(uint32_t *words, size_t n);
 
+/* Seconds on the monotonic clock (for intervals; the origin means nothing). */
+double bso_os_monotonic_s(void);
+
 #endif

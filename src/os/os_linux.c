@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "bso/error.h"
 
@@ -21,4 +22,11 @@ int bso_os_entropy(uint32_t *words, size_t n)
         left -= (size_t)got;
     }
     return 0;
+}
+
+double bso_os_monotonic_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "bso/error.h"
 #include "os/os.h"
@@ -31,13 +30,6 @@ struct bso_auth {
     double active_until;
     struct slot slots[SLOTS];
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 struct bso_auth *bso_auth_new(struct bso_store *store, enum bso_auth_mode mode)
 {
@@ -103,7 +95,7 @@ static int ask(struct bso_auth *a, const char *hash, struct slot *out, int64_t *
 /* How many active tokens the database holds, as of at most a second ago. */
 static int active_tokens(struct bso_auth *a, int64_t *n)
 {
-    const double now = now_s();
+    const double now = bso_os_monotonic_s();
     pthread_mutex_lock(&a->lock);
     const bool fresh = now < a->active_until;
     *n = a->active;
@@ -123,7 +115,7 @@ static int active_tokens(struct bso_auth *a, int64_t *n)
 /* What the database says of the token with this hash, as of at most a second ago. */
 static int lookup(struct bso_auth *a, const char *hash, struct slot *out)
 {
-    const double now = now_s();
+    const double now = bso_os_monotonic_s();
     struct slot *slot = &a->slots[strtoul((char[3]){hash[0], hash[1], 0}, NULL, 16) % SLOTS];
     pthread_mutex_lock(&a->lock);
     const bool hit = now < slot->until && strcmp(slot->hash, hash) == 0;

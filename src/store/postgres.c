@@ -26,6 +26,7 @@
 #include "core/pyfmt.h"
 #include "store/columns.h"
 #include "store/store_impl.h"
+#include "os/os.h"
 
 /* Migrations, in order; migration i brings bso_schema.version from i to i + 1. Never edit one
  * that has shipped; add another. Versions are numbered as SQLite's, so that a schema version
@@ -330,13 +331,6 @@ static struct pg_session *ps(struct bso_session *s)
     return (struct pg_session *)s;
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* libpq's multi-line messages on one line, in place. */
 static char *one_line(char *text)
 {
@@ -385,7 +379,7 @@ static int ensure_connection(struct pg_session *s)
 {
     if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
         return 0;
-    const double now = now_s();
+    const double now = bso_os_monotonic_s();
     if (now < s->retry_at)
         return bso_session_fail(&s->base, BSO_EIO, "postgres: the database is unavailable");
     PQfinish(s->conn);
@@ -696,7 +690,7 @@ static struct bso_session *be_session_new(void *backend, char *err, size_t errca
     if (!s->conn) {
         /* Served anyway: its requests fail (503) until the database is back. */
         s->backoff = 0.1;
-        s->retry_at = now_s() + s->backoff;
+        s->retry_at = bso_os_monotonic_s() + s->backoff;
     }
     return &s->base;
 }
