@@ -396,20 +396,20 @@ static void test_power_profiles(void **state)
     p.points[1] = (struct bso_power_point){250, 980, 225};
     p.points[2] = (struct bso_power_point){200, 930, 180};
     snprintf(p.device, sizeof p.device, "NVIDIA A100");
-    assert_int_equal(bso_svc_power(s, spec.job_id, &p, msg), 0);
+    assert_int_equal(bso_svc_power(s, spec.job_id, &p, NULL, msg), 0);
     size_t want;
     assert_int_equal(bso_power_choose(p.points, 3, spec.eta_knob, spec.max_power, &want), 0);
     assert_true(p.power_limit_w == p.points[want].limit_w);
 
     struct bso_power_profile bad = p;
     bad.power_limit_w = 275;
-    assert_int_equal(bso_svc_power(s, spec.job_id, &bad, msg), BSO_EINVAL);
+    assert_int_equal(bso_svc_power(s, spec.job_id, &bad, NULL, msg), BSO_EINVAL);
     assert_non_null(strstr(msg, "not one of the measured"));
     bad.power_limit_w = 250;
     bad.batch_size = 33;
-    assert_int_equal(bso_svc_power(s, spec.job_id, &bad, msg), BSO_EINVAL);
+    assert_int_equal(bso_svc_power(s, spec.job_id, &bad, NULL, msg), BSO_EINVAL);
     assert_non_null(strstr(msg, "not one of job"));
-    assert_int_equal(bso_svc_power(s, "nope", &bad, msg), BSO_ENOTFOUND);
+    assert_int_equal(bso_svc_power(s, "nope", &bad, NULL, msg), BSO_ENOTFOUND);
 
     struct bso_power_profile got;
     memset(&got, 0, sizeof got);
@@ -430,7 +430,7 @@ static void test_power_profiles(void **state)
         struct bso_power_profile q = p;
         q.batch_size = spec.batch_sizes[i];
         q.power_limit_w = 250;
-        assert_int_equal(bso_svc_power(s, spec.job_id, &q, msg), 0);
+        assert_int_equal(bso_svc_power(s, spec.job_id, &q, NULL, msg), 0);
     }
     assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, &power_w, msg), 0);
     assert_true(power_w == 250);

@@ -821,7 +821,8 @@ static void h_power(struct bso_request *req, struct bso_response *res)
     if (!s)
         return;
     char msg[BSO_SVC_MSG_MAX];
-    int rc = bso_svc_power(s, req->segment, &p, msg);
+    struct bso_job_spec spec;
+    int rc = bso_svc_power(s, req->segment, &p, &spec, msg);
     if (rc < 0) {
         bso_session_release(s);
         message(res, status_of(rc, 404), msg);
@@ -829,21 +830,17 @@ static void h_power(struct bso_request *req, struct bso_response *res)
     }
     log_info("Power profile of %s at batch size %lld: %g W chosen of %zu limits", req->segment,
              (long long)p.batch_size, p.power_limit_w, p.n);
-    struct bso_job job;
-    if ((rc = bso_session_begin_read(s)) == 0 &&
-        (rc = bso_session_load_job(s, req->segment, 0, &job)) == 0) {
-        jb_obj(&res->body);
-        jb_key(&res->body, "job_id");
-        jb_str(&res->body, job.spec.job_id);
-        jb_key(&res->body, "batch_size");
-        jb_int(&res->body, p.batch_size);
-        jb_key(&res->body, "power_limit");
-        jb_float(&res->body, p.power_limit_w);
-        rc = encode_power(&res->body, s, &job.spec);
-        jb_end(&res->body);
-        bso_job_clear(&job);
-    }
+    jb_obj(&res->body);
+    jb_key(&res->body, "job_id");
+    jb_str(&res->body, spec.job_id);
+    jb_key(&res->body, "batch_size");
+    jb_int(&res->body, p.batch_size);
+    jb_key(&res->body, "power_limit");
+    jb_float(&res->body, p.power_limit_w);
+    if ((rc = bso_session_begin_read(s)) == 0)
+        rc = encode_power(&res->body, s, &spec);
     bso_session_rollback(s);
+    jb_end(&res->body);
     if (rc < 0)
         unavailable(res, "power", bso_session_errmsg(s));
     bso_session_release(s);

@@ -401,7 +401,8 @@ int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_
     return finish(s, rc, "profile", msg);
 }
 
-int bso_svc_power(struct bso_session *s, const char *job_id, struct bso_power_profile *p, char *msg)
+int bso_svc_power(struct bso_session *s, const char *job_id, struct bso_power_profile *p,
+                  struct bso_job_spec *spec_out, char *msg)
 {
     struct bso_job job;
     int rc = load_for_write(s, job_id, &job, "power", msg);
@@ -426,6 +427,8 @@ int bso_svc_power(struct bso_session *s, const char *job_id, struct bso_power_pr
     }
     if (rc == 0 && (rc = bso_session_save_power(s, job_id, p)) < 0)
         rc = db_error(s, rc, "power", msg);
+    if (rc == 0 && spec_out)
+        *spec_out = job.spec;
     bso_job_clear(&job);
     return finish(s, rc, "power", msg);
 }

@@ -64,9 +64,10 @@ int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_
 /* Stores a power-limit profile of one of job_id's batch sizes. A profile without a chosen limit
  * (NAN) gets the one of least cost by the job's eta and max_power (bso_power_choose).
  * BSO_ENOTFOUND for an unknown job; BSO_EINVAL for a batch size the job lacks, or a chosen
- * limit that was not measured. *p gets the limit stored. */
+ * limit that was not measured. *p gets the limit stored, and spec_out (unless NULL) the job's
+ * spec. */
 int bso_svc_power(struct bso_session *s, const char *job_id, struct bso_power_profile *p,
-                  char *msg);
+                  struct bso_job_spec *spec_out, char *msg);
 
 /* Deletes a job with its trials and arms. */
 int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg);
