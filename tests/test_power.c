@@ -270,6 +270,20 @@ static void test_apply_known_limit(void **state)
     bso_monitor_free(m);
 }
 
+/* In a forked child: starts profiling the fake GPU (the limit goes to the top of the range
+ * first), leaving monitor and tuner unfreed for the child's ending to deal with; exits 3 when
+ * it cannot. */
+static void child_starts_profiling(void)
+{
+    static bso_monitor *m; /* static: still reachable at the child's exit, not a leak */
+    static bso_power_tuner *t;
+    char err[256];
+    if (bso_monitor_new(NULL, &m, err, sizeof err) != 0 ||
+        bso_power_tuner_new(m, NULL, &t, err, sizeof err) != 0 ||
+        bso_power_tuner_start(t) != BSO_POWER_PROFILING)
+        _exit(3);
+}
+
 /* How a child that holds a limit ends. */
 enum ending { END_EXIT, END_SIGTERM, END_SIGKILL };
 
@@ -286,13 +300,7 @@ static int child_status(enum ending how)
     if (pid == 0) {
         close(ready[0]);
         close(go[1]);
-        bso_monitor *m = NULL;
-        bso_power_tuner *t = NULL;
-        char err[256];
-        if (bso_monitor_new(NULL, &m, err, sizeof err) != 0 ||
-            bso_power_tuner_new(m, NULL, &t, err, sizeof err) != 0 ||
-            bso_power_tuner_start(t) != BSO_POWER_PROFILING)
-            _exit(3);
+        child_starts_profiling();
         if (write(ready[1], "x", 1) != 1)
             _exit(4);
         char unused;
@@ -326,13 +334,7 @@ static void test_forked_child_leaves_the_limit(void **state)
     const pid_t holder = fork();
     assert_true(holder >= 0);
     if (holder == 0) {
-        bso_monitor *m = NULL;
-        bso_power_tuner *t = NULL;
-        char err[256];
-        if (bso_monitor_new(NULL, &m, err, sizeof err) != 0 ||
-            bso_power_tuner_new(m, NULL, &t, err, sizeof err) != 0 ||
-            bso_power_tuner_start(t) != BSO_POWER_PROFILING)
-            _exit(3);
+        child_starts_profiling();
         for (int how = 0; how < 2; how++) {
             const pid_t worker = fork();
             if (worker == 0) {
@@ -420,6 +422,21 @@ static void test_restore_recorded_order(void **state)
     assert_int_equal(record_lines(), 1);
 }
 
+/* A long record (many runs still going) is kept whole: none of its lines is lost. */
+static void test_restore_recorded_keeps_a_long_record(void **state)
+{
+    (void)state;
+    write_file(script, "gpu uuid=GPU-a limit_mw=200000\n");
+    FILE *f = fopen(record, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 1500; i++)
+        fprintf(f, "GPU-a 0 %d %ld\n", 100000 + i, (long)getppid());
+    fclose(f);
+    char said[1024] = "";
+    assert_int_equal(bso_power_restore_recorded(collect, said), 0);
+    assert_int_equal(record_lines(), 1500);
+}
+
 /* Without permission the record stays for a later try, and the command says why. */
 static void test_restore_recorded_without_permission(void **state)
 {
@@ -444,6 +461,7 @@ int main(void)
         cmocka_unit_test_setup(test_forked_child_leaves_the_limit, fresh),
         cmocka_unit_test_setup(test_restore_recorded_after_sigkill, fresh),
         cmocka_unit_test_setup(test_restore_recorded_order, fresh),
+        cmocka_unit_test_setup(test_restore_recorded_keeps_a_long_record, fresh),
         cmocka_unit_test_setup(test_restore_recorded_without_permission, fresh),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -391,15 +391,17 @@ int bso_power_restore_recorded(void (*say)(void *ctx, const char *line), void *c
     /* Newest first: a process that started after another was killed recorded that one's
      * leftover as its original, so the oldest record is the true original and goes last. */
     const size_t total = strlen(all);
-    size_t n = 0;
-    char *lines[1024];
+    size_t n = 0, cap = 1;
+    for (const char *c = all; *c; c++)
+        cap += *c == '\n';
+    char **lines = malloc(cap * sizeof *lines);
     char *save = NULL;
-    for (char *l = strtok_r(all, "\n", &save); l && n < 1024; l = strtok_r(NULL, "\n", &save))
+    for (char *l = strtok_r(all, "\n", &save); lines && l; l = strtok_r(NULL, "\n", &save))
         lines[n++] = l;
-    bool *keep = calloc(n ? n : 1, sizeof *keep);
+    bool *keep = calloc(cap, sizeof *keep);
     char *rest = malloc(total + 2);
     int restored = 0, rc = 0;
-    for (size_t k = n; keep && k-- > 0;) {
+    for (size_t k = n; lines && keep && k-- > 0;) {
         struct record_line r;
         nvml_device dev;
         if (!parse_record(lines[k], &r))
@@ -435,7 +437,7 @@ int bso_power_restore_recorded(void (*say)(void *ctx, const char *line), void *c
         say(ctx, line_out);
         restored++;
     }
-    if (keep && rest) {
+    if (lines && keep && rest) {
         rest[0] = '\0';
         for (size_t k = 0; k < n; k++)
             if (keep[k])
@@ -448,6 +450,7 @@ int bso_power_restore_recorded(void (*say)(void *ctx, const char *line), void *c
     }
     free(rest);
     free(keep);
+    free(lines);
     free(all);
     close_if_idle();
     pthread_mutex_unlock(&lock);
