@@ -65,6 +65,9 @@ struct bso_job_spec {
     /* Batch sizes (by index) a probe found not to fit the device (POST /jobs/ID/profile): never
      * dispatched. Set by the server, not part of spec equality. */
     uint64_t unfit[BSO_MAX_BATCH_SIZES / 64];
+    /* Some batch size has a power profile (POST /jobs/ID/power): only then does a prediction
+     * look up the chosen limit, so other jobs pay nothing for the feature. */
+    bool power_profiled;
 };
 
 /* Whether batch size index i is marked unfit; and marking it. */

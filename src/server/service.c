@@ -183,7 +183,7 @@ int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial 
                 arms_out[(*n_arms)++] = job.arms[i].batch_size;
         }
     }
-    if (rc == 0) {
+    if (rc == 0 && job.spec.power_profiled) {
         const int found = bso_session_power_limit(s, job_id, trial->batch_size, power_limit_w);
         if (found < 0 && found != BSO_ENOTFOUND)
             rc = db_error(s, found, "predict", msg);

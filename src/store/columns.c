@@ -129,6 +129,7 @@ int bso_column_read_job(const struct bso_row *r, struct bso_job *job)
     snprintf(sp->tenant, sizeof sp->tenant, "%s", r->text(r->ctx, 24));
     if (!r->null(r->ctx, 25) && bso_column_parse_unfit(r->text(r->ctx, 25), sp) < 0)
         bad = BSO_EPARSE;
+    sp->power_profiled = r->i64(r->ctx, 26) != 0;
     return bad < 0 ? BSO_EPARSE : 0;
 }
 

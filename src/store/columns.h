@@ -43,8 +43,8 @@ struct bso_row {
 /* job_id, job_id_prefix, batch_sizes, default_batch_size, eta_knob, beta_knob, target_metric,
  * higher_is_better_metric, max_epochs, num_pruning_rounds, window_size, mab_prior_mean,
  * mab_prior_precision, mab_num_explorations, mab_seed, max_power, number_of_gpus, gpu_model,
- * stage, min_cost, min_cost_batch_size, rng_state, last_trial_number, policy, tenant, unfit: into a
- * reset job
+ * stage, min_cost, min_cost_batch_size, rng_state, last_trial_number, policy, tenant, unfit,
+ * power_profiled: into a reset job
  * (bso_job_reset first). 0, or BSO_EPARSE for a corrupt row. */
 int bso_column_read_job(const struct bso_row *r, struct bso_job *job);
 /* trial_number, batch_size, type, status, time, energy, converged. */

@@ -147,6 +147,9 @@ static const char *const migrations[] = {
     "  measured_at TEXT NOT NULL,\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ");\n",
+    /* 9: whether a job has any power profile, so predictions skip the lookup otherwise */
+    "ALTER TABLE job ADD COLUMN power_profiled INTEGER NOT NULL DEFAULT 0;\n"
+    "UPDATE job SET power_profiled = 1 WHERE job_id IN (SELECT job_id FROM power_profile);\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -187,6 +190,7 @@ enum stmt_id {
     ST_SAVE_UNFIT,
     ST_SAVE_POWER,
     ST_POWER_LIMIT,
+    ST_MARK_POWER,
     ST_LIST_POWER,
     ST_WAITING_TRIALS,
     ST_LONGEST_RUN,
@@ -206,7 +210,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy, tenant, unfit FROM job WHERE job_id = $1",
+        " last_trial_number, policy, tenant, unfit, power_profiled FROM job WHERE job_id = $1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = $1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -289,6 +293,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " measured_at) VALUES ($1, $2, $3, $4, $5, " NOW_TEXT ") ON CONFLICT (job_id, batch_size)"
         " DO UPDATE SET power_limit = EXCLUDED.power_limit, measurements = EXCLUDED.measurements,"
         " device = EXCLUDED.device, measured_at = EXCLUDED.measured_at",
+    [ST_MARK_POWER] = "UPDATE job SET power_profiled = 1 WHERE job_id = $1",
     [ST_POWER_LIMIT] =
         "SELECT power_limit FROM power_profile WHERE job_id = $1 AND batch_size = $2",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
@@ -1181,7 +1186,13 @@ static int be_save_power(struct bso_session *base, const char *job_id,
     p_double(&p, pp->power_limit_w);
     p_text(&p, points);
     p_text(&p, pp->device);
-    return run_done(ps(base), ST_SAVE_POWER, &p, "save power profile");
+    int rc = run_done(ps(base), ST_SAVE_POWER, &p, "save power profile");
+    if (rc == 0) {
+        struct params id = {.n = 0};
+        p_text(&id, job_id);
+        rc = run_done(ps(base), ST_MARK_POWER, &id, "save power profile");
+    }
+    return rc;
 }
 
 static int be_power_limit(struct bso_session *base, const char *job_id, int64_t batch_size,

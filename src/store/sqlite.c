@@ -143,6 +143,9 @@ static const char *const migrations[] = {
     "  measured_at TEXT NOT NULL,\n"
     "  PRIMARY KEY (job_id, batch_size)\n"
     ") WITHOUT ROWID;\n",
+    /* 9: whether a job has any power profile, so predictions skip the lookup otherwise */
+    "ALTER TABLE job ADD COLUMN power_profiled INTEGER NOT NULL DEFAULT 0;\n"
+    "UPDATE job SET power_profiled = 1 WHERE job_id IN (SELECT job_id FROM power_profile);\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -175,6 +178,7 @@ enum stmt_id {
     ST_SAVE_UNFIT,
     ST_SAVE_POWER,
     ST_POWER_LIMIT,
+    ST_MARK_POWER,
     ST_LIST_POWER,
     ST_WAITING_TRIALS,
     ST_LONGEST_RUN,
@@ -199,7 +203,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy, tenant, unfit FROM job WHERE job_id = ?1",
+        " last_trial_number, policy, tenant, unfit, power_profiled FROM job WHERE job_id = ?1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = ?1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -268,6 +272,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SAVE_POWER] = "INSERT OR REPLACE INTO power_profile (job_id, batch_size, power_limit,"
                       " measurements, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
                       " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    [ST_MARK_POWER] = "UPDATE job SET power_profiled = 1 WHERE job_id = ?1",
     [ST_POWER_LIMIT] =
         "SELECT power_limit FROM power_profile WHERE job_id = ?1 AND batch_size = ?2",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
@@ -1375,7 +1380,13 @@ static int be_save_power(struct bso_session *s, const char *job_id,
     sqlite3_bind_double(st, 3, p->power_limit_w);
     bind_text(st, 4, points);
     bind_text(st, 5, p->device);
-    return step_done(s, st, "save power profile");
+    const int rc = step_done(s, st, "save power profile");
+    if (rc < 0)
+        return rc;
+    if (!(st = stmt(s, ST_MARK_POWER)))
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    return step_done(s, st, "mark the job power-profiled");
 }
 
 static int be_power_limit(struct bso_session *s, const char *job_id, int64_t batch_size,

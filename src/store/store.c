@@ -575,7 +575,10 @@ int bso_session_list_profile(struct bso_session *s, const char *job_id,
 int bso_session_save_power(struct bso_session *s, const char *job_id,
                            const struct bso_power_profile *p)
 {
-    return s->ops->save_power(s, job_id, p);
+    const int rc = s->ops->save_power(s, job_id, p);
+    if (rc == 0) /* the job row's power_profiled changed */
+        forget_on_commit(s, job_id);
+    return rc;
 }
 
 int bso_session_power_limit(struct bso_session *s, const char *job_id, int64_t batch_size,

@@ -181,7 +181,8 @@ struct bso_power_profile {
     char measured_at[32]; /* set by the store */
 };
 
-/* Stores (replacing an earlier one of that batch size) a power-limit profile for job_id. */
+/* Stores (replacing an earlier one of that batch size) a power-limit profile for job_id, and
+ * marks the job power_profiled. */
 int bso_session_save_power(struct bso_session *s, const char *job_id,
                            const struct bso_power_profile *p);
 /* The chosen power limit of job_id's batch size; BSO_ENOTFOUND when it has no profile. */
