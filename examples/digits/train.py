@@ -69,9 +69,10 @@ def run(rank, world_size, args):
                   else opt.get_batch_size())
     (xt, yt), (xv, yv) = data()
     shard = torch.arange(rank, len(yt), world_size)  # this rank's part of the training data
-    xt, yt = xt[shard], yt[shard]
+    device = torch.device(args.device)
+    xt, yt, xv, yv = xt[shard].to(device), yt[shard].to(device), xv.to(device), yv.to(device)
     torch.manual_seed(opt.trial_number)  # each recurrence starts from another init
-    net = model()
+    net = model().to(device)
     if world_size > 1:
         net = nn.parallel.DistributedDataParallel(net)
         _KEEP_ALIVE.append(net)
@@ -83,7 +84,7 @@ def run(rank, world_size, args):
     opt.on_train_begin()
     try:
         for epoch in range(args.max_epochs):
-            order = torch.randperm(len(yt))
+            order = torch.randperm(len(yt), device=device)
             for i in range(0, len(yt), per_rank):
                 idx = order[i:i + per_rank]
                 sgd.zero_grad()
@@ -132,6 +133,7 @@ def main():
     p.add_argument("--max-epochs", type=int, default=15)
     p.add_argument("--seed", type=int, default=None, help="the bandit's seed (mab_seed)")
     p.add_argument("--world-size", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu, or cuda to train on the GPU")
     args = p.parse_args()
     if args.world_size == 1:
         return run(0, 1, args)

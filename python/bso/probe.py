@@ -133,7 +133,7 @@ class _Saved:
 def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
           make_batch: Callable[[int], Sequence[torch.Tensor]], batch_sizes: Sequence[int],
           loss_fn: Callable[..., torch.Tensor], *, steps: int = 3, warmup: int = 1,
-          monitor=None, memory_budget_bytes: Optional[int] = None,
+          min_time_s: float = 1.0, max_steps: int = 10000, monitor=None, memory_budget_bytes: Optional[int] = None,
           oom_errors: Optional[tuple] = None,
           memory_used: Optional[Callable[[], int]] = None,
           utilization: Optional[Callable[[], float]] = None,
@@ -145,13 +145,17 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
     instead of measuring them. The device's busy share in percent comes from the monitor's
     NVML readings over the largest fitting size's steps; without them, from utilization() (a
     hook; default on CUDA: torch.cuda.utilization()). With it, a throughput that stops growing
-    while the device idles is reported as input-bound. clock, for tests: the time in
-    seconds."""
+    while the device idles is reported as input-bound. Each size is measured for at least
+    `steps` steps and `min_time_s` seconds (at most max_steps): on a fast GPU three steps take
+    a few milliseconds, less than NVML's energy counter and utilisation need to move (seen on
+    an H100: 0 J and a false "input-bound" at every size but the largest). clock, for tests: the
+    time in seconds."""
     sizes = sorted(set(int(b) for b in batch_sizes))
     if not sizes or sizes[0] <= 0 or len(sizes) > 256:
         raise BSOConfigError("batch_sizes must be 1 to 256 positive sizes")
-    if steps < 1 or warmup < 0:
-        raise BSOConfigError("steps must be >= 1 and warmup >= 0")
+    if steps < 1 or warmup < 0 or min_time_s < 0 or max_steps < steps:
+        raise BSOConfigError("steps must be >= 1, warmup >= 0, min_time_s >= 0 and "
+                             "max_steps >= steps")
     errors = oom_errors or default_oom_errors()
     on_cuda = next(model.parameters()).is_cuda
     saved = _Saved(model, optimizer)
@@ -168,16 +172,20 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             if peak:
                 peak.__enter__()
             try:
-                for k in range(warmup + steps):
+                done = 0  # measured steps
+                for k in range(warmup + max_steps):
                     if k == warmup:
                         if on_cuda:
                             torch.cuda.synchronize()
                         if monitor is not None:
                             monitor.begin_window("bso-probe")
                         start = clock()
+                    elif k > warmup and done >= steps and clock() - start >= min_time_s:
+                        break  # (the GPU may trail the clock by its queue: synced below)
                     optimizer.zero_grad(set_to_none=True)
                     loss_fn(model(batch[0]), *batch[1:]).backward()
                     optimizer.step()
+                    done += k >= warmup
                 if on_cuda:
                     torch.cuda.synchronize()
                 elapsed = clock() - start
@@ -188,9 +196,9 @@ def probe(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     peak.__exit__(None, None, None)
             used = (torch.cuda.max_memory_allocated() if on_cuda
                     else memory_used() if memory_used else peak.used)
-            samples = bs * steps
+            samples = bs * done
             result = ProbeResult(bs, True, True, samples / elapsed,
-                                 energy / samples if energy is not None else None, int(used),
+                                 energy / samples if energy else None, int(used),
                                  utilization=window.utilization if window else None)
             if memory_budget_bytes is not None and not on_cuda and used > memory_budget_bytes:
                 result.feasible = False

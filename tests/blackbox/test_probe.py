@@ -59,7 +59,7 @@ class Probe(unittest.TestCase):
             last["n"] = n
             return torch.rand(n, 16), torch.zeros(n, dtype=torch.long)
         sizes = [8 * k for k in range(1, 129)]  # 8, 16, ..., 1024: 128 candidates
-        report = bso.probe.probe(m, opt, batch, sizes, LOSS, steps=1, warmup=0,
+        report = bso.probe.probe(m, opt, batch, sizes, LOSS, steps=1, warmup=0, min_time_s=0,
                                  memory_budget_bytes=300 * 1000,
                                  memory_used=lambda: last["n"] * 1000)
         self.assertEqual(report.largest, 296)
@@ -74,7 +74,7 @@ class Probe(unittest.TestCase):
     def test_budget_with_measured_memory(self):
         m, opt = self.model()
         # 512 samples need over 128 MiB of activations; 16 need 4 MiB.
-        report = bso.probe.probe(m, opt, wide_batch, [16, 512], LOSS, steps=1, warmup=0,
+        report = bso.probe.probe(m, opt, wide_batch, [16, 512], LOSS, steps=1, warmup=0, min_time_s=0,
                                  memory_budget_bytes=64 * 2 ** 20)
         small, big = report.results
         self.assertTrue(small.feasible, small)
@@ -92,7 +92,7 @@ class Probe(unittest.TestCase):
             return real_forward(x)
         m.forward = forward
         batch = lambda n: (torch.rand(1, 65536).expand(n, -1), torch.zeros(n, dtype=torch.long))
-        report = bso.probe.probe(m, opt, batch, [32, 64, 128, 256], LOSS, steps=1, warmup=0,
+        report = bso.probe.probe(m, opt, batch, [32, 64, 128, 256], LOSS, steps=1, warmup=0, min_time_s=0,
                                  oom_errors=(FakeOOM,))
         self.assertEqual(report.largest, 64)
         self.assertIn("out of memory", report.results[2].error)
@@ -126,7 +126,7 @@ class Probe(unittest.TestCase):
             return real_forward(x)
         m.forward = forward
         batch = lambda n: (torch.rand(1, 65536).expand(n, -1), torch.zeros(n, dtype=torch.long))
-        common = dict(steps=1, warmup=0, clock=lambda: now[0])
+        common = dict(steps=1, warmup=0, min_time_s=0, clock=lambda: now[0])
         idle = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, utilization=lambda: 20.0,
                                **common)
         self.assertAlmostEqual(idle.results[0].samples_per_s, 500.0)
@@ -162,6 +162,30 @@ class Probe(unittest.TestCase):
                 self.assertEqual(report.results[-1].utilization, util)
                 self.assertEqual(report.input_bound, bound)
 
+    def test_measures_for_at_least_min_time(self):
+        # On a fast GPU a few steps take milliseconds, too short for NVML's energy counter: each
+        # size runs until min_time_s has passed (here each step takes 0.125 s of the clock).
+        m, opt = self.model()
+        real_forward = m.forward
+        now, calls = [0.0], [0]
+
+        def forward(x):
+            now[0] += 0.125
+            calls[0] += 1
+            return real_forward(x)
+        m.forward = forward
+        report = bso.probe.probe(m, opt, wide_batch, [8], LOSS, steps=2, warmup=1,
+                                 min_time_s=1.0, clock=lambda: now[0])
+        self.assertEqual(calls[0], 1 + 8)  # the warm-up, then 8 steps of 0.125 s
+        self.assertAlmostEqual(report.results[0].samples_per_s, 8 / 0.125)
+        calls[0] = 0
+        capped = bso.probe.probe(m, opt, wide_batch, [8], LOSS, steps=2, warmup=0,
+                                 min_time_s=100.0, max_steps=5, clock=lambda: now[0])
+        self.assertEqual(calls[0], 5)
+        self.assertAlmostEqual(capped.results[0].samples_per_s, 8 / 0.125)
+        with self.assertRaises(bso.BSOConfigError):
+            bso.probe.probe(m, opt, wide_batch, [8], LOSS, steps=4, max_steps=3)
+
     def test_errors(self):
         m, opt = self.model()
         for sizes in ([], [0, 8], list(range(1, 300))):
@@ -174,7 +198,7 @@ class Probe(unittest.TestCase):
         def batch(n):
             last["n"] = n
             return torch.rand(n, 65536), torch.zeros(n, dtype=torch.long)
-        report = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, steps=1, warmup=0,
+        report = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, steps=1, warmup=0, min_time_s=0,
                                  memory_budget_bytes=20000, memory_used=lambda: last["n"] * 1000)
         with Server() as srv:
             spec = dict(fake_job("test-probe"), batch_sizes=[8, 16, 32, 64],
