@@ -23,6 +23,15 @@
 #define MIN_HORIZON 10.0
 /* How many one-epoch probes a passed-over size gets in all, so the search always ends. */
 #define MAX_PROBES 3
+/* Change detection (docs/policy.md, "When the job changes"): a CUSUM over each size's
+ * standardised surprises in log epochs. Surprises under DRIFT_SLACK standard deviations cancel
+ * out; a sum past DRIFT_ALARM says the job changed (about one false alarm in several hundred
+ * runs of a stationary size, and a 1.5x change is found within two or three runs). */
+#define DRIFT_SLACK 0.5
+#define DRIFT_ALARM 4.0
+/* A run whose cost per epoch is this factor off its size's (either way) shows a new level: the
+ * data set grew, the cluster changed. Measurement noise of time and energy is far smaller. */
+#define PER_EPOCH_SHIFT 1.25
 
 static double per_epoch(const struct bso_bs_stat *s)
 {
@@ -82,13 +91,24 @@ static bool usable(const struct bso_job *job, size_t i)
     return job->stats[i].status != BSO_BS_INFEASIBLE && !bso_spec_unfit(&job->spec, i);
 }
 
-/* The index of the size with the lowest expected cost among those that reached the target,
- * or -1. */
+/* Whether size i's last run failed after the job's last success: the recurrence still looking
+ * for a model has seen it fail, so it is not handed out again while another size may reach. */
+static bool struck(const struct bso_job *job, size_t i)
+{
+    double last_success = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].success_mark > last_success)
+            last_success = job->stats[k].success_mark;
+    return job->stats[i].fail_mark > last_success;
+}
+
+/* The index of the size with the lowest expected cost among those that reached the target
+ * and did not just fail, or -1. */
 static int best_good(const struct bso_job *job)
 {
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
-        if (job->stats[i].successes > 0 && usable(job, i) &&
+        if (job->stats[i].successes > 0 && usable(job, i) && !struck(job, i) &&
             (best < 0 || expected_cost(&job->stats[i]) < expected_cost(&job->stats[best])))
             best = (int)i;
     return best;
@@ -323,8 +343,10 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
         for (int k = 0; k < n; k++)
             runs += (double)job->stats[k].successes;
         const double horizon = runs > MIN_HORIZON ? runs : MIN_HORIZON;
-        const double gain = (best_cost - optimistic) * horizon - per;
-        if (!(optimistic < best_cost) || !(gain > 0))
+        /* No best to beat (every size that reached just failed): the cheapest-looking goes. */
+        const double gain =
+            isinf(best_cost) ? -optimistic : (best_cost - optimistic) * horizon - per;
+        if (!(optimistic < best_cost) || !(isinf(best_cost) || gain > 0))
             continue;
         if (pick < 0 || gain > pick_gain) {
             pick = c;
@@ -334,7 +356,9 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
     return pick;
 }
 
-void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, double *sd_log)
+/* The posterior of each size's mean log epochs, and the pooled run-to-run variance of log
+ * epochs (*cv2); see bso_policy_epochs_posterior. */
+static void posterior(const struct bso_job *job, double *mean_log, double *sd_log, double *cv2_out)
 {
     const size_t n = job->spec.n_batch_sizes;
     /* The relative spread of a size's epochs-to-target from run to run, pooled over sizes
@@ -391,18 +415,26 @@ void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, do
         mean_log[i] = (own * log(mean_epochs(s)) + line * on_line) / (own + line);
         sd_log[i] = 1 / sqrt(own + line);
     }
+    *cv2_out = cv2;
 }
 
-/* Thompson sampling over the sizes that reached the target: each draws its epochs from the
- * posterior above, times its cost per epoch; the lowest draw wins. */
-static int thompson(struct bso_job *job)
+void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, double *sd_log)
+{
+    double cv2;
+    posterior(job, mean_log, sd_log, &cv2);
+}
+
+/* Thompson sampling over the sizes that reached the target (but those that just failed, unless
+ * `all`): each draws its epochs from the posterior above, times its cost per epoch; the lowest
+ * draw wins. -1 when there is none. */
+static int thompson(struct bso_job *job, bool all)
 {
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
     bso_policy_epochs_posterior(job, mean_log, sd_log);
     int best = -1;
     double best_draw = 0;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        if (job->stats[i].successes == 0 || !usable(job, i))
+        if (job->stats[i].successes == 0 || !usable(job, i) || (!all && struck(job, i)))
             continue;
         const double draw =
             exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per_epoch(&job->stats[i]);
@@ -421,6 +453,19 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     const int d = bso_job_spec_index(sp, sp->default_batch_size);
     const int g = best_good(job);
     if (g < 0) {
+        /* Every size that reached the target failed in this recurrence: look around the
+         * best of them for one that still can, with no saving to demand (a model is needed);
+         * else the least bad of them again. */
+        int h = -1;
+        for (int k = 0; k < n; k++)
+            if (job->stats[k].successes > 0 && usable(job, (size_t)k) &&
+                (h < 0 || expected_cost(&job->stats[k]) < expected_cost(&job->stats[h])))
+                h = k;
+        if (h >= 0) {
+            int c = explore_candidate(job, h, INFINITY);
+            *batch_size = sp->batch_sizes[c >= 0 ? c : thompson(job, true)];
+            return 0;
+        }
         /* Nothing reached the target yet: the default first, then smaller sizes (they need
          * fewer epochs), then larger ones. */
         if (job->stats[d].status == BSO_BS_UNTRIED && usable(job, (size_t)d)) {
@@ -440,7 +485,7 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
         return BSO_EPRUNED;
     }
     const int c = explore_candidate(job, g, expected_cost(&job->stats[g]));
-    *batch_size = sp->batch_sizes[c >= 0 ? c : thompson(job)];
+    *batch_size = sp->batch_sizes[c >= 0 ? c : thompson(job, false)];
     return 0;
 }
 
@@ -506,7 +551,14 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
                 return;
             }
         }
-        if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best) {
+        /* When this size's cost per epoch has jumped (the data grew), every size's has, most
+         * likely: the bound moves with it, so that it still stops runs for their epochs and
+         * does not stop every run at once. */
+        const double shift = s->successes > 0 ? out->cost / (double)rep->current_epoch /
+                                                    per_epoch(s)
+                                              : 1;
+        const double moved = shift > PER_EPOCH_SHIFT ? shift : 1;
+        if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best * moved) {
             snprintf(out->message, sizeof out->message,
                      "Batch Size(%lld) exceeded the cost upper bound: beta_knob(%g) times the "
                      "best expected cost (%.6g)",
@@ -528,11 +580,101 @@ enum bso_run_end bso_policy_run_end(const struct bso_job *job, const struct bso_
     return epoch <= 1 ? BSO_RUN_PASSED : BSO_RUN_KILLED;
 }
 
-void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
+/* How surprising a run of e epochs at a size that reached before is, in standard deviations
+ * of its predicted log epochs (its posterior and the run-to-run spread). A run that stopped
+ * without reaching needs more than e: only its excess counts. */
+static double surprise(const struct bso_job *job, size_t i, double e, bool reached)
+{
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES], cv2;
+    posterior(job, mean_log, sd_log, &cv2);
+    const double sd = sqrt(cv2 + sd_log[i] * sd_log[i]);
+    const double z = ((reached ? log(e) : log(e + 1)) - mean_log[i]) / sd;
+    return reached || z > 0 ? z : 0;
+}
+
+/* The job changed (size i's runs said so): what was learnt before weighs as one run per size,
+ * so the runs to come decide; sizes ruled out are open to the search again, each with its
+ * measured cost per epoch; size i starts over from the run that showed the change. */
+static void forget(struct bso_job *job, size_t i)
+{
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        struct bso_bs_stat *s = &job->stats[k];
+        const double per = per_epoch(s);
+        s->drift_up = s->drift_down = 0;
+        s->censored_epochs = 0;
+        if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
+            if (k == i) { /* one epoch of its cost stays, weighed with the run's */
+                s->successes = 0;
+                s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
+                s->runs = 1;
+                s->epochs_sum = 1;
+                s->cost_sum = per;
+                s->status = BSO_BS_UNTRIED;
+            }
+            continue;
+        }
+        if (s->successes > 0) {
+            const double m = mean_epochs(s);
+            s->successes = 1;
+            s->sum_epochs = s->min_epochs = m;
+            s->sum_sq_epochs = m * m;
+            s->runs = 1;
+            s->epochs_sum = m;
+            s->cost_sum = per * m;
+        } else {
+            s->status = BSO_BS_PASSED; /* re-checked: a one-epoch probe tells again */
+            s->runs = 0;
+            s->epochs_sum = 1;
+            s->cost_sum = per;
+        }
+    }
+}
+
+/* A run's cost per epoch far off its size's shows a new level for the whole job (more data,
+ * other hardware): size i takes the new level, and every other measured size is moved by the
+ * same factor until its own next run says better. Returns whether it did. */
+static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_t epochs)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    if (s->successes == 0 || epochs < 2 || !(s->epochs_sum > 0))
+        return false;
+    const double shift = cost / (double)epochs / per_epoch(s);
+    if (!(shift > PER_EPOCH_SHIFT || shift < 1 / PER_EPOCH_SHIFT))
+        return false;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        job->stats[k].cost_sum *= shift;
+    return true;
+}
+
+bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
                         enum bso_run_end end)
 {
     struct bso_bs_stat *s = &job->stats[i];
+    const bool reached = end == BSO_RUN_REACHED;
     s->crashes = 0; /* it reported: whatever ended earlier runs, this one ran */
+    if (reached)
+        s->success_mark = (double)job->last_trial_number;
+    else
+        s->fail_mark = (double)job->last_trial_number;
+    bool all = follow_epoch_cost(job, i, cost, epochs);
+    if (s->successes > 0 && end != BSO_RUN_PASSED) {
+        const double z = surprise(job, i, (double)epochs, reached);
+        s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);
+        s->drift_down = reached ? fmax(0, s->drift_down - z - DRIFT_SLACK) : s->drift_down;
+        if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM) {
+            forget(job, i);
+            all = true;
+        }
+    }
+    /* A window (window_size runs) keeps each size's epochs to its recent runs: older runs
+     * fade as new ones come, their mean kept. */
+    const int64_t w = job->spec.window_size;
+    if (reached && w > 0 && s->successes >= w) {
+        const double keep = (double)(w - 1) / (double)s->successes;
+        s->sum_epochs *= keep;
+        s->sum_sq_epochs *= keep;
+        s->successes = w - 1;
+    }
     if (s->runs == 0 && epochs >= 2 && s->first_epoch_cost > 0) {
         s->warm_first_sum += s->first_epoch_cost;
         s->warm_steady_sum += (cost - s->first_epoch_cost) / (double)(epochs - 1);
@@ -540,7 +682,7 @@ void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     s->runs++;
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;
-    if (end == BSO_RUN_REACHED) {
+    if (reached) {
         const double e = (double)epochs;
         if (s->successes == 0 || e < s->min_epochs)
             s->min_epochs = e;
@@ -551,9 +693,10 @@ void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     } else if (end == BSO_RUN_KILLED && (double)epochs > s->censored_epochs) {
         s->censored_epochs = (double)epochs;
     }
-    if (end != BSO_RUN_REACHED && s->status != BSO_BS_GOOD) {
+    if (!reached && s->status != BSO_BS_GOOD) {
         s->status = end == BSO_RUN_PASSED   ? BSO_BS_PASSED
                     : end == BSO_RUN_KILLED ? BSO_BS_KILLED
                                             : BSO_BS_FAILED;
     }
+    return all;
 }

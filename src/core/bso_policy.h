@@ -53,6 +53,13 @@ struct bso_bs_stat {
     int64_t crashes; /* runs in a row that ended without a final report */
     /* The device profile's measurements of this size (POST /jobs/ID/profile); 0: none. */
     double profile_samples_per_s, profile_joules_per_sample;
+    /* Change detection: cumulative sums of how far this size's runs took more (up) or fewer
+     * (down) epochs than its posterior predicted, beyond a slack (a CUSUM test). */
+    double drift_up, drift_down;
+    /* The job's last trial number when this size's last run reached the target, and when
+     * its last run ended without: a size that failed after the job's last success failed in
+     * the recurrence that is still looking for a model. */
+    double success_mark, fail_mark;
 };
 
 /* "untried", "good", "killed", "failed", "passed" or "infeasible". */
@@ -88,8 +95,10 @@ void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, do
 /* How a run ended, for bso_policy_observe. */
 enum bso_run_end { BSO_RUN_REACHED, BSO_RUN_PASSED, BSO_RUN_KILLED, BSO_RUN_FAILED };
 
-/* Records a run's final outcome. */
-void bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
+/* Records a run's final outcome. Returns true when the run showed that the job changed and the
+ * statistics of every size were revised (the caller stores them all), false when only size
+ * i's changed. */
+bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
                         enum bso_run_end end);
 
 /* How the run that a decision stopped ended. */

@@ -246,8 +246,9 @@ static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct
         *changed |= BSO_CHANGED_STATS; /* the first epoch's cost is remembered (warm-up) */
     if (!out->stop_train)
         return 0;
-    bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch,
-                       bso_policy_run_end(job, out, rep->current_epoch));
+    if (bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch,
+                           bso_policy_run_end(job, out, rep->current_epoch)))
+        *changed |= BSO_CHANGED_ALL_STATS;
     trial->status = BSO_TRIAL_SUCCEEDED;
     trial->time = rep->time;
     trial->energy = rep->energy;

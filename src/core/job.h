@@ -31,6 +31,8 @@ enum bso_changed {
     BSO_CHANGED_MIN_COST = 1 << 5, /* min_cost and min_cost_batch_size */
     BSO_CHANGED_STATS = 1 << 6,    /* the bso policy's statistics of one size (its index is
                                       returned where an arm's would be) */
+    BSO_CHANGED_ALL_STATS = 1 << 7, /* the bso policy revised every size's statistics (it found
+                                       that the job changed) */
 };
 
 struct bso_job {

@@ -24,6 +24,7 @@ static int usage(FILE *f)
             "               [--unfit-sizes skip|register] [--keep-jobs yes|no]\n"
             "               [--recurrences N] [--seeds A-B] [--eta 0.5] [--beta 2|none]\n"
             "               [--out DIR] [--server URL] [--decisions FILE|-]\n"
+            "               [--change R:KIND=F[@SIZES][;...]]... [--launches K]\n"
             "\n"
             "Replays recurring training jobs from traces (shared/traces format) and reports the\n"
             "cumulative cost against the oracle and against the default batch size. Traces come\n"
@@ -39,7 +40,15 @@ static int usage(FILE *f)
             "GPU's trace has: they do not fit, and a run at one dies of out-of-memory at once\n"
             "(no report, 60 s lost); a profile marks them infeasible.\n"
             "--keep-jobs yes leaves the replayed jobs on the --server (to look at them in its\n"
-            "dashboard) instead of deleting them.\n");
+            "dashboard) instead of deleting them.\n"
+            "--change makes the job change during its life: from recurrence R on, epochs to the\n"
+            "target (epochs=F) or seconds per epoch (time=F) are multiplied by F at the sizes\n"
+            "picked by @SIZES relative to the optimum before the change: <opt, <=opt, opt,\n"
+            ">=opt, >opt, a range A-B of batch sizes, or all (the default). E.g. --change\n"
+            "'20:epochs=1.6@<=opt' --change 40:time=1.5. Then a table per phase says the cost\n"
+            "against that phase's oracle, the recurrences whose first --launches K runs (default\n"
+            "5) trained no model, runs stopped per recurrence, and the lag until sizes within 5%%\n"
+            "of the phase's oracle trained 3 recurrences in a row (also changes.csv).\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -77,6 +86,9 @@ int main(int argc, char **argv)
     plan.opt.recurrences = 50;
     plan.opt.probe = (struct sim_probe_options){.steps = 4, .noise = 0.05};
     int64_t seed_a = 1, seed_b = 20;
+    static struct sim_changes changes;
+    plan.opt.changes = &changes;
+    plan.opt.launches = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
@@ -146,6 +158,14 @@ int main(int argc, char **argv)
             out_dir = v;
         } else if (strcmp(a, "--server") == 0) {
             plan.opt.server = v;
+        } else if (strcmp(a, "--change") == 0) {
+            char why[256];
+            if (sim_change_parse(v, &changes, why, sizeof why) < 0)
+                return fail("%s", why), 2;
+        } else if (strcmp(a, "--launches") == 0) {
+            if (!parse_num(v, &d) || d < 1 || d > 1000 || d != floor(d))
+                return fail("--launches must be a whole number from 1 to 1000"), 2;
+            plan.opt.launches = (int64_t)d;
         } else if (strcmp(a, "--decisions") == 0) {
             decisions = v;
         } else {
@@ -234,6 +254,8 @@ int main(int argc, char **argv)
     if (rc < 0)
         return fail("%s", err);
     sim_print_table(&plan, stdout);
+    if (sim_plan_changes(&plan))
+        sim_print_changes(&plan, stdout);
     if (sim_write_outputs(&plan, out_dir, err, sizeof err) < 0)
         return fail("%s", err);
     sim_plan_free(&plan);

@@ -8,6 +8,19 @@
 
 #include "core/spec.h"
 
+static void add_phase(struct sim_phase_cell *c, const struct sim_phase_result *r, int64_t n_seeds)
+{
+    const double per_seed = 1.0 / (double)n_seeds;
+    c->first = r->first;
+    c->n = r->n;
+    c->oracle = r->oracle;
+    c->ratio += r->cost / ((double)r->n * r->oracle) * per_seed;
+    c->no_model += r->no_model;
+    c->stopped += (double)r->stopped / (double)r->n * per_seed;
+    c->lag += (double)r->lag * per_seed;
+    c->never += r->lag == r->n;
+}
+
 int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
 {
     const int64_t n_seeds = plan->seed_last - plan->seed_first + 1;
@@ -35,6 +48,9 @@ int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
                 }
                 sum += res.cumulative;
                 sum2 += res.cumulative * res.cumulative;
+                cell->n_phases = res.n_phases;
+                for (size_t k = 0; k < res.n_phases; k++)
+                    add_phase(&cell->phase[k], &res.phase[k], n_seeds);
                 cell->settle += (double)res.settle / (double)n_seeds;
                 cell->failed += (double)res.failed_runs / (double)n_seeds;
                 for (int64_t r = 0; r < n; r++)
@@ -92,6 +108,49 @@ void sim_print_table(const struct sim_plan *p, FILE *f)
         fprintf(f, "%-14s %-6s %-13s %10.4f %10.4f\n\n", "geomean", "", name,
                 exp(log_o / (double)p->n_jobs), exp(log_b / (double)p->n_jobs));
     }
+}
+
+bool sim_plan_changes(const struct sim_plan *p)
+{
+    return p->n_jobs > 0 && p->n_arms > 0 && p->cells[0][0].n_phases > 1;
+}
+
+void sim_print_changes(const struct sim_plan *p, FILE *f)
+{
+    fprintf(f, "%-14s %-6s %-13s %5s %9s %10s %9s %8s %7s\n", "workload", "gpu", "policy",
+            "phase", "from", "vs oracle", "no model", "stopped", "lag");
+    for (size_t a = 0; a < p->n_arms; a++) {
+        char name[32];
+        arm_name(p, a, name, sizeof name);
+        double log_after = 0, worst_after = 0;
+        int64_t no_model_after = 0, n_after = 0;
+        for (size_t j = 0; j < p->n_jobs; j++) {
+            const struct sim_cell *c = &p->cells[j][a];
+            for (size_t k = 0; k < c->n_phases; k++) {
+                const struct sim_phase_cell *ph = &c->phase[k];
+                char lag[32];
+                snprintf(lag, sizeof lag, ph->never ? "%.1f*" : "%.1f", ph->lag);
+                fprintf(f, "%-14s %-6s %-13s %5zu %9lld %10.4f %9lld %8.2f %7s\n",
+                        p->jobs[j].w.dataset, p->jobs[j].gpu, name, k, (long long)ph->first + 1,
+                        ph->ratio, (long long)ph->no_model, ph->stopped, lag);
+                if (k > 0) {
+                    log_after += log(ph->ratio);
+                    worst_after = ph->ratio > worst_after ? ph->ratio : worst_after;
+                    no_model_after += ph->no_model;
+                    n_after++;
+                }
+            }
+        }
+        if (n_after > 0)
+            fprintf(f,
+                    "%-14s %-6s %-13s after a change: geomean %.4f, worst %.4f, %lld recurrences "
+                    "without a model\n\n",
+                    "all", "", name, exp(log_after / (double)n_after), worst_after,
+                    (long long)no_model_after);
+    }
+    fprintf(f, "(lag: recurrences until sizes within %.0f%% of the phase's oracle trained %d in a "
+               "row; * some seeds never did, counted as the whole phase)\n",
+            (SIM_NEAR_OPTIMAL - 1) * 100, SIM_SETTLED_RUN);
 }
 
 static FILE *open_out(const char *dir, const char *name, char *err, size_t errcap)
@@ -205,6 +264,28 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
             }
         }
     fclose(cv);
+    if (sim_plan_changes(p)) {
+        FILE *ch = open_out(dir, "changes.csv", err, errcap);
+        if (!ch)
+            return -1;
+        fprintf(ch, "workload,gpu,policy,power,phase,first_recurrence,recurrences,oracle_cost,"
+                    "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile\n");
+        for (size_t a = 0; a < p->n_arms; a++)
+            for (size_t j = 0; j < p->n_jobs; j++) {
+                const struct sim_cell *c = &p->cells[j][a];
+                const struct sim_arm *arm = &p->arms[a];
+                for (size_t k = 0; k < c->n_phases; k++) {
+                    const struct sim_phase_cell *ph = &c->phase[k];
+                    fprintf(ch, "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s\n",
+                            p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
+                            arm->jit ? "jit" : "max", k, (long long)ph->first + 1,
+                            (long long)ph->n, ph->oracle, ph->ratio, (long long)ph->no_model,
+                            ph->stopped, ph->lag, (long long)ph->never,
+                            arm->profile ? "probe" : "none");
+                }
+            }
+        fclose(ch);
+    }
     FILE *svg = open_out(dir, "regret.svg", err, errcap);
     if (!svg)
         return -1;

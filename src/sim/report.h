@@ -16,11 +16,24 @@ struct sim_arm {
     bool profile; /* --profile probe, else none */
 };
 
+/* One phase of one job under one (policy, power), over all seeds. */
+struct sim_phase_cell {
+    int64_t first, n; /* recurrences */
+    double oracle;    /* the phase's expected cost per recurrence at its best size */
+    double ratio;     /* mean over seeds of (phase cost / (n x oracle)) */
+    int64_t no_model; /* recurrences without a model in time, summed over seeds */
+    double stopped;   /* runs stopped without reaching, per recurrence */
+    double lag;       /* mean over seeds */
+    int64_t never;    /* seeds that never settled on a near-optimal size in the phase */
+};
+
 struct sim_cell { /* one job under one (policy, power) over all seeds */
     double oracle, base;
     double mean, sd; /* cumulative cost over seeds */
     double settle, failed;
     double *curve; /* mean cost per recurrence */
+    size_t n_phases;
+    struct sim_phase_cell phase[SIM_MAX_PHASES];
 };
 
 struct sim_plan {
@@ -35,6 +48,9 @@ struct sim_plan {
 
 int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap);
 void sim_print_table(const struct sim_plan *plan, FILE *f);
+/* Whether the plan's jobs change during their life (--change), and the table per phase. */
+bool sim_plan_changes(const struct sim_plan *plan);
+void sim_print_changes(const struct sim_plan *plan, FILE *f);
 int sim_write_outputs(const struct sim_plan *plan, const char *dir, char *err, size_t errcap);
 void sim_plan_free(struct sim_plan *plan);
 

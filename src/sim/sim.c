@@ -11,6 +11,9 @@
 #include "core/rng.h"
 #include "sim/profile.h"
 
+/* Launches in one recurrence before its operator gives up on it. */
+#define SIM_MAX_LAUNCHES 100
+
 /* What a run that does not fit costs before it dies: process start, data loading, model set-up
  * and the first step, at the largest fitting size's power. */
 #define SIM_OOM_SECONDS 60.0
@@ -80,6 +83,20 @@ void sim_reference_costs(const struct sim_job *job, double eta, bool jit, double
         if (job->bs[b].bs == job->default_bs)
             *base = sim_expected_cost(job, b, maxp, eta);
     }
+}
+
+size_t sim_optimum(const struct sim_job *job, double eta, bool jit)
+{
+    size_t best = 0;
+    double best_cost = INFINITY;
+    for (size_t b = 0; b < job->n_bs; b++) {
+        const double c = sim_expected_cost(job, b, jit ? best_pl(job, b, eta) : job->bs[b].n_pl - 1, eta);
+        if (c < best_cost) {
+            best = b;
+            best_cost = c;
+        }
+    }
+    return best;
 }
 
 static size_t bs_index(const struct sim_job *job, int64_t bs)
@@ -209,18 +226,72 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
     return 0;
 }
 
+/* The job of each phase: phase 0 is the job as loaded, each later one the one before with the
+ * changes of its starting recurrence applied. Fills res's phase boundaries and oracles. NULL
+ * when out of memory (the caller frees the array). */
+static struct sim_job *phase_jobs(const struct sim_job *job, const struct sim_options *opt,
+                                  struct sim_result *res)
+{
+    int64_t points[SIM_MAX_CHANGES];
+    size_t n_points = opt->changes ? sim_change_points(opt->changes, points) : 0;
+    while (n_points > 0 && points[n_points - 1] > opt->recurrences)
+        n_points--; /* changes after the last recurrence never happen */
+    struct sim_job *jobs = malloc((n_points + 1) * sizeof *jobs);
+    if (!jobs)
+        return NULL;
+    jobs[0] = *job;
+    res->n_phases = n_points + 1;
+    for (size_t k = 0; k <= n_points; k++) {
+        if (k > 0) {
+            jobs[k] = jobs[k - 1];
+            sim_change_apply(opt->changes, points[k - 1], opt->eta, opt->jit, &jobs[k]);
+        }
+        struct sim_phase_result *ph = &res->phase[k];
+        ph->first = k == 0 ? 0 : points[k - 1] - 1;
+        ph->n = (k == n_points ? opt->recurrences : points[k] - 1) - ph->first;
+        double base;
+        sim_reference_costs(&jobs[k], opt->eta, opt->jit, &ph->oracle, &base);
+    }
+    return jobs;
+}
+
+/* How long after its start the phase's recurrences trained with a near-optimal size
+ * SIM_SETTLED_RUN times in a row (trained[r]: the size index that reached the target in
+ * recurrence r). */
+static int64_t phase_lag(const struct sim_job *job, const struct sim_options *opt,
+                         const struct sim_phase_result *ph, const size_t *trained)
+{
+    int64_t streak = 0;
+    for (int64_t r = ph->first; r < ph->first + ph->n; r++) {
+        const size_t b = trained[r];
+        const bool near =
+            b < job->n_bs &&
+            sim_expected_cost(job, b, opt->jit ? best_pl(job, b, opt->eta) : job->bs[b].n_pl - 1,
+                              opt->eta) <= SIM_NEAR_OPTIMAL * ph->oracle;
+        streak = near ? streak + 1 : 0;
+        if (streak == SIM_SETTLED_RUN)
+            return r + 1 - SIM_SETTLED_RUN - ph->first;
+    }
+    return ph->n;
+}
+
 int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim_result *res,
             char *err, size_t errcap)
 {
     memset(res, 0, sizeof(*res));
     res->cost = calloc((size_t)opt->recurrences, sizeof(double));
-    if (!res->cost) {
+    size_t *trained = calloc((size_t)opt->recurrences, sizeof *trained);
+    struct sim_job *jobs = res->cost && trained ? phase_jobs(job, opt, res) : NULL;
+    if (!jobs) {
+        free(trained);
         snprintf(err, errcap, "out of memory");
         return -1;
     }
     struct sim_driver drv;
     if (sim_driver_open(&drv, job, opt) < 0) {
         snprintf(err, errcap, "%s", drv.err);
+        free(jobs);
+        free(trained);
         return -1;
     }
     struct run_state st;
@@ -239,31 +310,44 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
         if (opt->recurrences > 0)
             res->cost[0] += bso_cost(energy, time, opt->eta, job->max_power);
     }
+    const int64_t launches = opt->launches > 0 ? opt->launches : 5;
+    size_t k = 0; /* the phase */
     for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
+        while (k + 1 < res->n_phases && r >= res->phase[k + 1].first)
+            k++;
+        struct sim_phase_result *ph = &res->phase[k];
         bool reached = false;
         int attempts = 0;
+        trained[r] = SIZE_MAX;
         while (!reached && rc == 0) {
             double c;
-            if (++attempts > 1000) {
-                snprintf(err, errcap, "recurrence %lld: no run reached the target in 1000 tries",
-                         (long long)r + 1);
-                rc = -1;
-                break;
-            }
+            if (++attempts > SIM_MAX_LAUNCHES)
+                break; /* given up: the recurrence trains no model (counted at `launches`) */
             int64_t bs;
-            rc = run_once(job, opt, &drv, &st, &c, &bs, &reached, err, errcap);
+            rc = run_once(&jobs[k], opt, &drv, &st, &c, &bs, &reached, err, errcap);
             if (rc < 0)
                 break;
             res->cost[r] += c;
             if (!reached) {
                 res->failed_runs++;
-            } else if (bs != last_bs) {
-                last_bs = bs;
-                res->settle = r + 1;
+                ph->stopped++;
+                if (attempts == launches)
+                    ph->no_model++;
+            } else {
+                trained[r] = bs_index(job, bs);
+                if (bs != last_bs) {
+                    last_bs = bs;
+                    res->settle = r + 1;
+                }
             }
         }
         res->cumulative += res->cost[r];
+        ph->cost += res->cost[r];
     }
+    for (size_t p = 0; p < res->n_phases && rc == 0; p++)
+        res->phase[p].lag = phase_lag(&jobs[p], opt, &res->phase[p], trained);
     drv.close(drv.ctx);
+    free(jobs);
+    free(trained);
     return rc;
 }

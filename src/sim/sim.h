@@ -14,6 +14,7 @@
 
 #include "bso/power.h"
 #include "core/rng.h"
+#include "sim/change.h"
 #include "sim/profile.h"
 #include "sim/traces.h"
 
@@ -48,6 +49,26 @@ struct sim_options {
     int policy;         /* enum bso_policy */
     const char *server; /* NULL: in-process */
     FILE *trace;        /* when set, one line per run: decisions.csv */
+    const struct sim_changes *changes; /* --change: NULL or none for a job that never changes */
+    int64_t launches; /* a recurrence whose first this-many runs all failed had no model in time */
+};
+
+#define SIM_MAX_PHASES (SIM_MAX_CHANGES + 1)
+/* Within the near-optimal band: expected cost at most this times the oracle's. */
+#define SIM_NEAR_OPTIMAL 1.05
+/* How many recurrences in a row must train with a near-optimal size to count as adapted. */
+#define SIM_SETTLED_RUN 3
+
+/* One phase of a job's life: the recurrences between two changes. */
+struct sim_phase_result {
+    int64_t first, n; /* its first recurrence (0-based) and how many */
+    double cost;      /* over its recurrences */
+    double oracle;    /* the expected cost of a recurrence at its best size */
+    int64_t no_model; /* recurrences whose first `launches` runs trained no model */
+    int64_t stopped;  /* runs that ended without reaching the target */
+    /* Recurrences from its start until near-optimal sizes trained SIM_SETTLED_RUN recurrences
+     * in a row; n when that never happened. */
+    int64_t lag;
 };
 
 struct sim_result {
@@ -55,6 +76,8 @@ struct sim_result {
     double cumulative;
     int64_t failed_runs;
     int64_t settle; /* recurrences until the successful batch size stopped changing */
+    size_t n_phases;
+    struct sim_phase_result phase[SIM_MAX_PHASES];
 };
 
 /* Seeds rng from (seed, workload, batch size, k) only: the common random numbers that every
@@ -77,5 +100,7 @@ double sim_expected_cost(const struct sim_job *job, size_t b, size_t p, double e
  * size at max power). */
 void sim_reference_costs(const struct sim_job *job, double eta, bool jit, double *oracle,
                          double *base);
+/* The index of the oracle's batch size (least expected cost). */
+size_t sim_optimum(const struct sim_job *job, double eta, bool jit);
 
 #endif
