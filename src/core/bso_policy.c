@@ -554,9 +554,8 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
         /* When this size's cost per epoch has jumped (the data grew), every size's has, most
          * likely: the bound moves with it, so that it still stops runs for their epochs and
          * does not stop every run at once. */
-        const double shift = s->successes > 0 ? out->cost / (double)rep->current_epoch /
-                                                    per_epoch(s)
-                                              : 1;
+        const double shift =
+            s->successes > 0 ? out->cost / (double)rep->current_epoch / per_epoch(s) : 1;
         const double moved = shift > PER_EPOCH_SHIFT ? shift : 1;
         if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best * moved) {
             snprintf(out->message, sizeof out->message,

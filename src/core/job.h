@@ -23,14 +23,14 @@
 #include "core/trial.h"
 
 enum bso_changed {
-    BSO_CHANGED_TRIAL = 1 << 0,    /* the trial passed in or out was created or updated */
-    BSO_CHANGED_STAGE = 1 << 1,    /* stage became MAB (bso policy: its first Thompson pick) */
-    BSO_CHANGED_ARMS = 1 << 2,     /* every arm was created */
-    BSO_CHANGED_ARM = 1 << 3,      /* one arm was refitted (its index is returned) */
-    BSO_CHANGED_RNG = 1 << 4,      /* the RNG state advanced */
-    BSO_CHANGED_MIN_COST = 1 << 5, /* min_cost and min_cost_batch_size */
-    BSO_CHANGED_STATS = 1 << 6,    /* the bso policy's statistics of one size (its index is
-                                      returned where an arm's would be) */
+    BSO_CHANGED_TRIAL = 1 << 0,     /* the trial passed in or out was created or updated */
+    BSO_CHANGED_STAGE = 1 << 1,     /* stage became MAB (bso policy: its first Thompson pick) */
+    BSO_CHANGED_ARMS = 1 << 2,      /* every arm was created */
+    BSO_CHANGED_ARM = 1 << 3,       /* one arm was refitted (its index is returned) */
+    BSO_CHANGED_RNG = 1 << 4,       /* the RNG state advanced */
+    BSO_CHANGED_MIN_COST = 1 << 5,  /* min_cost and min_cost_batch_size */
+    BSO_CHANGED_STATS = 1 << 6,     /* the bso policy's statistics of one size (its index is
+                                       returned where an arm's would be) */
     BSO_CHANGED_ALL_STATS = 1 << 7, /* the bso policy revised every size's statistics (it found
                                        that the job changed) */
 };

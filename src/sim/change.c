@@ -40,8 +40,8 @@ static int parse_one(char *s, struct sim_change *c, char *err, size_t errcap)
     memset(c, 0, sizeof *c);
     char *colon = strchr(s, ':'), *eq = colon ? strchr(colon, '=') : NULL;
     if (!colon || !eq) {
-        snprintf(err, errcap, "--change '%s' is not R:KIND=FACTOR[@SIZES] (e.g. 20:epochs=1.6@<=opt)",
-                 s);
+        snprintf(err, errcap,
+                 "--change '%s' is not R:KIND=FACTOR[@SIZES] (e.g. 20:epochs=1.6@<=opt)", s);
         return -1;
     }
     *colon = *eq = '\0';

@@ -29,12 +29,12 @@ enum sim_change_kind { SIM_CHANGE_EPOCHS, SIM_CHANGE_TIME };
 /* Which sizes a change touches. */
 enum sim_change_sizes {
     SIM_SIZES_ALL,
-    SIM_SIZES_BELOW_OPT,    /* <opt */
-    SIM_SIZES_UPTO_OPT,     /* <=opt */
-    SIM_SIZES_OPT,          /* opt */
-    SIM_SIZES_FROM_OPT,     /* >=opt */
-    SIM_SIZES_ABOVE_OPT,    /* >opt */
-    SIM_SIZES_RANGE,        /* lo..hi */
+    SIM_SIZES_BELOW_OPT, /* <opt */
+    SIM_SIZES_UPTO_OPT,  /* <=opt */
+    SIM_SIZES_OPT,       /* opt */
+    SIM_SIZES_FROM_OPT,  /* >=opt */
+    SIM_SIZES_ABOVE_OPT, /* >opt */
+    SIM_SIZES_RANGE,     /* lo..hi */
 };
 
 struct sim_change {

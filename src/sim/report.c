@@ -117,8 +117,8 @@ bool sim_plan_changes(const struct sim_plan *p)
 
 void sim_print_changes(const struct sim_plan *p, FILE *f)
 {
-    fprintf(f, "%-14s %-6s %-13s %5s %9s %10s %9s %8s %7s\n", "workload", "gpu", "policy",
-            "phase", "from", "vs oracle", "no model", "stopped", "lag");
+    fprintf(f, "%-14s %-6s %-13s %5s %9s %10s %9s %8s %7s\n", "workload", "gpu", "policy", "phase",
+            "from", "vs oracle", "no model", "stopped", "lag");
     for (size_t a = 0; a < p->n_arms; a++) {
         char name[32];
         arm_name(p, a, name, sizeof name);
@@ -148,8 +148,9 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
                     "all", "", name, exp(log_after / (double)n_after), worst_after,
                     (long long)no_model_after);
     }
-    fprintf(f, "(lag: recurrences until sizes within %.0f%% of the phase's oracle trained %d in a "
-               "row; * some seeds never did, counted as the whole phase)\n",
+    fprintf(f,
+            "(lag: recurrences until sizes within %.0f%% of the phase's oracle trained %d in a "
+            "row; * some seeds never did, counted as the whole phase)\n",
             (SIM_NEAR_OPTIMAL - 1) * 100, SIM_SETTLED_RUN);
 }
 
@@ -278,10 +279,9 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
                     const struct sim_phase_cell *ph = &c->phase[k];
                     fprintf(ch, "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s\n",
                             p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
-                            arm->jit ? "jit" : "max", k, (long long)ph->first + 1,
-                            (long long)ph->n, ph->oracle, ph->ratio, (long long)ph->no_model,
-                            ph->stopped, ph->lag, (long long)ph->never,
-                            arm->profile ? "probe" : "none");
+                            arm->jit ? "jit" : "max", k, (long long)ph->first + 1, (long long)ph->n,
+                            ph->oracle, ph->ratio, (long long)ph->no_model, ph->stopped, ph->lag,
+                            (long long)ph->never, arm->profile ? "probe" : "none");
                 }
             }
         fclose(ch);

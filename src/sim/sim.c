@@ -90,7 +90,8 @@ size_t sim_optimum(const struct sim_job *job, double eta, bool jit)
     size_t best = 0;
     double best_cost = INFINITY;
     for (size_t b = 0; b < job->n_bs; b++) {
-        const double c = sim_expected_cost(job, b, jit ? best_pl(job, b, eta) : job->bs[b].n_pl - 1, eta);
+        const double c =
+            sim_expected_cost(job, b, jit ? best_pl(job, b, eta) : job->bs[b].n_pl - 1, eta);
         if (c < best_cost) {
             best = b;
             best_cost = c;

@@ -46,9 +46,9 @@ struct sim_options {
     bool unfit_sizes; /* --unfit-sizes register: the job also lists the sizes that do not fit */
     int64_t recurrences;
     int64_t seed;
-    int policy;         /* enum bso_policy */
-    const char *server; /* NULL: in-process */
-    FILE *trace;        /* when set, one line per run: decisions.csv */
+    int policy;                        /* enum bso_policy */
+    const char *server;                /* NULL: in-process */
+    FILE *trace;                       /* when set, one line per run: decisions.csv */
     const struct sim_changes *changes; /* --change: NULL or none for a job that never changes */
     int64_t launches; /* a recurrence whose first this-many runs all failed had no model in time */
 };

@@ -49,8 +49,9 @@ struct bso_row {
 int bso_column_read_job(const struct bso_row *r, struct bso_job *job);
 /* trial_number, batch_size, type, status, time, energy, converged. */
 void bso_column_read_trial(const struct bso_row *r, struct bso_trial *t);
-/* batch_size, status, runs, successes, the nine sums, crashes and the profile's two measurements,
- * into the job's statistics of that size (a size the job does not have is skipped). */
+/* batch_size, status, runs, successes, the nine sums, crashes, the profile's two measurements
+ * and the change detector's four fields, into the job's statistics of that size (a size the
+ * job does not have is skipped). */
 void bso_column_read_stat(const struct bso_row *r, struct bso_job *job);
 /* batch_size, param_mean, param_precision, reward_precision, num_observations, n_results,
  * recent: into an uninitialised arm. 0, BSO_EPARSE or BSO_ENOMEM. */
@@ -81,5 +82,9 @@ void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *ou
 /* The nine sums of a statistics row, in column order, for the writers. */
 #define BSO_STAT_SUMS 9
 void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS]);
+/* The change detector's four fields (drift_up, drift_down, success_mark, fail_mark), the last
+ * columns of a statistics row, in order. */
+#define BSO_STAT_CHANGE 4
+void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE]);
 
 #endif

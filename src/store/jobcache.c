@@ -117,7 +117,9 @@ static void store_stat(struct bso_bs_stat *dst, const struct bso_bs_stat *src)
     *dst = *src;
     double *f[] = {&dst->sum_epochs,       &dst->sum_sq_epochs,  &dst->min_epochs,
                    &dst->cost_sum,         &dst->epochs_sum,     &dst->censored_epochs,
-                   &dst->first_epoch_cost, &dst->warm_first_sum, &dst->warm_steady_sum};
+                   &dst->first_epoch_cost, &dst->warm_first_sum, &dst->warm_steady_sum,
+                   &dst->drift_up,         &dst->drift_down,     &dst->success_mark,
+                   &dst->fail_mark};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         *f[i] = stored(*f[i]);
 }
@@ -476,6 +478,8 @@ static int apply_change(struct image *img, const struct bso_jobcache_change *chg
         bso_arm_clear(&img->arms[i]);
         img->arms[i] = a;
     }
+    if (ch & BSO_CHANGED_ALL_STATS)
+        return BSO_ESTATE; /* rare (the job changed): the next read loads every size afresh */
     if ((ch & BSO_CHANGED_STATS) && img->stats && chg->stat_index < img->n_sizes)
         store_stat(&img->stats[chg->stat_index], &chg->stat);
     return 0;

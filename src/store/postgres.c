@@ -150,6 +150,11 @@ static const char *const migrations[] = {
     /* 9: whether a job has any power profile, so predictions skip the lookup otherwise */
     "ALTER TABLE job ADD COLUMN power_profiled INTEGER NOT NULL DEFAULT 0;\n"
     "UPDATE job SET power_profiled = 1 WHERE job_id IN (SELECT job_id FROM power_profile);\n",
+    /* 10: the bso policy's change detector per batch size (see bso_policy.h) */
+    "ALTER TABLE bs_stat ADD COLUMN drift_up DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN drift_down DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN success_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN fail_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -260,14 +265,16 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_STATS] =
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
-        " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample"
+        " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
+        " drift_up, drift_down, success_mark, fail_mark"
         " FROM bs_stat WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
-        " profile_joules_per_sample)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+        " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
+        " $18, $19, $20, $21)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -276,7 +283,9 @@ static const char *const stmt_sql[ST_COUNT] = {
         " first_epoch_cost = EXCLUDED.first_epoch_cost,"
         " warm_first_sum = EXCLUDED.warm_first_sum, warm_steady_sum = EXCLUDED.warm_steady_sum,"
         " crashes = EXCLUDED.crashes, profile_samples_per_s = EXCLUDED.profile_samples_per_s,"
-        " profile_joules_per_sample = EXCLUDED.profile_joules_per_sample",
+        " profile_joules_per_sample = EXCLUDED.profile_joules_per_sample,"
+        " drift_up = EXCLUDED.drift_up, drift_down = EXCLUDED.drift_down,"
+        " success_mark = EXCLUDED.success_mark, fail_mark = EXCLUDED.fail_mark",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
         " peak_memory_bytes, device, measured_at) VALUES ($1, $2, $3, $4, $5, $6, $7, " NOW_TEXT
@@ -985,6 +994,10 @@ static int save_stat(struct bso_session *base, const struct bso_job *job, size_t
     p_int(&p, b->crashes);
     p_double(&p, b->profile_samples_per_s);
     p_double(&p, b->profile_joules_per_sample);
+    double change[BSO_STAT_CHANGE];
+    bso_column_stat_change(b, change);
+    for (int k = 0; k < BSO_STAT_CHANGE; k++)
+        p_double(&p, change[k]);
     return run_done(s, ST_SAVE_STAT, &p, "save stats");
 }
 

@@ -146,6 +146,11 @@ static const char *const migrations[] = {
     /* 9: whether a job has any power profile, so predictions skip the lookup otherwise */
     "ALTER TABLE job ADD COLUMN power_profiled INTEGER NOT NULL DEFAULT 0;\n"
     "UPDATE job SET power_profiled = 1 WHERE job_id IN (SELECT job_id FROM power_profile);\n",
+    /* 10: the bso policy's change detector per batch size (see bso_policy.h) */
+    "ALTER TABLE bs_stat ADD COLUMN drift_up REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN drift_down REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN success_mark REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN fail_mark REAL NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -253,14 +258,16 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LOAD_STATS] =
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
-        " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample"
+        " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
+        " drift_up, drift_down, success_mark, fail_mark"
         " FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
-        " profile_joules_per_sample)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
+        " ?18, ?19, ?20, ?21)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
@@ -1020,6 +1027,10 @@ static int save_stat(struct bso_session *s, const struct bso_job *job, size_t i)
     sqlite3_bind_int64(st, 6 + BSO_STAT_SUMS, b->crashes);
     sqlite3_bind_double(st, 7 + BSO_STAT_SUMS, b->profile_samples_per_s);
     sqlite3_bind_double(st, 8 + BSO_STAT_SUMS, b->profile_joules_per_sample);
+    double change[BSO_STAT_CHANGE];
+    bso_column_stat_change(b, change);
+    for (int k = 0; k < BSO_STAT_CHANGE; k++)
+        sqlite3_bind_double(st, 9 + BSO_STAT_SUMS + k, change[k]);
     return step_done(s, st, "save stats");
 }
 

@@ -463,7 +463,10 @@ int bso_session_save(struct bso_session *s, const struct bso_job *job, unsigned 
         rc = ops->write_arm(s, id, &job->arms[i], true);
     if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
         rc = ops->write_arm(s, id, &job->arms[arm_index], false);
-    if (rc == 0 && (changed & BSO_CHANGED_STATS) && arm_index < job->spec.n_batch_sizes)
+    if (rc == 0 && (changed & BSO_CHANGED_ALL_STATS))
+        for (size_t i = 0; rc == 0 && i < job->spec.n_batch_sizes; i++)
+            rc = ops->save_stat(s, job, i);
+    else if (rc == 0 && (changed & BSO_CHANGED_STATS) && arm_index < job->spec.n_batch_sizes)
         rc = ops->save_stat(s, job, arm_index);
     if (rc == 0 && s->store->cache)
         pend(s, job, changed, trial, trial_is_new, arm_index);
