@@ -114,6 +114,25 @@ static int best_good(const struct bso_job *job)
     return best;
 }
 
+/* Whether a size larger than i reached the target in fewer epochs than the fewest seen at or
+ * below i: the data contradict "a larger batch needs at least as many epochs" there (the job
+ * changed at some sizes, or runs are noisy), so estimates that rest on it are not trusted. */
+static bool contradicted(const struct bso_job *job, size_t i)
+{
+    if (!(job->stats[i].change_mark > 0))
+        return false; /* never changed: noise alone, which the bounds already allow for */
+    double at_or_below = INFINITY, above = INFINITY;
+    for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
+        const struct bso_bs_stat *s = &job->stats[a];
+        if (s->successes == 0)
+            continue;
+        double *fewest = a <= i ? &at_or_below : &above;
+        if (s->min_epochs < *fewest)
+            *fewest = s->min_epochs;
+    }
+    return above < at_or_below;
+}
+
 /* A lower bound on the epochs size i needs: a larger batch needs at least as many epochs as a
  * smaller one, and a smaller batch at least proportionally fewer than a larger one. With few
  * noisy runs per size, the first bound takes the fewest epochs seen at any smaller size (the
@@ -133,6 +152,8 @@ static double epochs_bound(const struct bso_job *job, size_t i)
         if (ba > b && s->min_epochs * b / ba > from_larger)
             from_larger = s->min_epochs * b / ba;
     }
+    if (contradicted(job, i))
+        from_smaller = INFINITY;
     double lb = isinf(from_smaller) || from_larger > from_smaller ? from_larger : from_smaller;
     if (job->stats[i].censored_epochs + 1 > lb && job->stats[i].censored_epochs > 0)
         lb = job->stats[i].censored_epochs + 1;
@@ -198,6 +219,8 @@ static double epochs_estimate(const struct bso_job *job, size_t i)
  * bound (proportionally fewer epochs) is loose, so the central estimate is. */
 static double judged_epochs(const struct bso_job *job, size_t i)
 {
+    if (contradicted(job, i))
+        return epochs_bound(job, i);
     for (size_t a = i + 1; a < job->spec.n_batch_sizes; a++)
         if (job->stats[a].successes > 0)
             return epochs_estimate(job, i);
@@ -530,7 +553,8 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
              * assumed to need a further OVERDUE share of what it has run. */
             const double e = (double)rep->current_epoch;
             const double per = out->cost / e;
-            const double expected = epochs_estimate(job, i);
+            const double expected =
+                contradicted(job, i) ? epochs_bound(job, i) : epochs_estimate(job, i);
             double left = expected - e;
             if (left < OVERDUE * e)
                 left = OVERDUE * e;
@@ -601,6 +625,7 @@ static void forget(struct bso_job *job, size_t i)
         const double per = per_epoch(s);
         s->drift_up = s->drift_down = 0;
         s->censored_epochs = 0;
+        s->change_mark = (double)job->last_trial_number;
         if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
             if (k == i) { /* one epoch of its cost stays, weighed with the run's */
                 s->successes = 0;

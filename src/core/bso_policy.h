@@ -60,6 +60,9 @@ struct bso_bs_stat {
      * its last run ended without: a size that failed after the job's last success failed in
      * the recurrence that is still looking for a model. */
     double success_mark, fail_mark;
+    /* The job's last trial number when the policy last found that the job changed (the same in
+     * every size; 0: never). Evidence from before it may disagree with the present. */
+    double change_mark;
 };
 
 /* "untried", "good", "killed", "failed", "passed" or "infeasible". */
