@@ -469,6 +469,46 @@ static int thompson(struct bso_job *job, bool all)
     return best;
 }
 
+/* The recurrence still needs a model and every size that reached the target failed in it (or
+ * the job changed and none has reached since): the size most likely to be cheap that has not
+ * failed in it, looking first outside the span of the sizes that did (sizes between two that
+ * failed likely fail too). A size that reached is judged by its expected cost, an open one by
+ * its optimistic cost. Else the least bad of those that failed. -1 when nothing can run. */
+static int rescue(struct bso_job *job)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    int lo = n, hi = -1;
+    for (int k = 0; k < n; k++)
+        if (struck(job, (size_t)k)) {
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+    for (int pass = 0; pass < 2; pass++) {
+        int best = -1;
+        double best_cost = INFINITY;
+        for (int k = 0; k < n; k++) {
+            const struct bso_bs_stat *s = &job->stats[k];
+            if (!usable(job, (size_t)k) || struck(job, (size_t)k) ||
+                (pass == 0 && k >= lo && k <= hi))
+                continue;
+            double cost;
+            if (s->successes > 0)
+                cost = expected_cost(s);
+            else if (open_size(job, (size_t)k))
+                cost = epochs_bound(job, (size_t)k) * bso_policy_epoch_cost(job, (size_t)k);
+            else
+                continue;
+            if (best < 0 || cost < best_cost) {
+                best = k;
+                best_cost = cost;
+            }
+        }
+        if (best >= 0)
+            return best;
+    }
+    return thompson(job, true);
+}
+
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
 {
     const struct bso_job_spec *sp = &job->spec;
@@ -476,17 +516,14 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     const int d = bso_job_spec_index(sp, sp->default_batch_size);
     const int g = best_good(job);
     if (g < 0) {
-        /* Every size that reached the target failed in this recurrence: look around the
-         * best of them for one that still can, with no saving to demand (a model is needed);
-         * else the least bad of them again. */
-        int h = -1;
+        bool rescue_needed = job->stats[0].change_mark > 0;
         for (int k = 0; k < n; k++)
-            if (job->stats[k].successes > 0 && usable(job, (size_t)k) &&
-                (h < 0 || expected_cost(&job->stats[k]) < expected_cost(&job->stats[h])))
-                h = k;
-        if (h >= 0) {
-            int c = explore_candidate(job, h, INFINITY);
-            *batch_size = sp->batch_sizes[c >= 0 ? c : thompson(job, true)];
+            rescue_needed |= job->stats[k].successes > 0;
+        if (rescue_needed) {
+            const int c = rescue(job);
+            if (c < 0)
+                return BSO_EPRUNED;
+            *batch_size = sp->batch_sizes[c];
             return 0;
         }
         /* Nothing reached the target yet: the default first, then smaller sizes (they need
@@ -676,9 +713,11 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     struct bso_bs_stat *s = &job->stats[i];
     const bool reached = end == BSO_RUN_REACHED;
     s->crashes = 0; /* it reported: whatever ended earlier runs, this one ran */
+    /* Failing marks a size that ran out of epochs, or one that used to reach; an exploring
+     * run stopped for its cost may still reach, and marks nothing. */
     if (reached)
         s->success_mark = (double)job->last_trial_number;
-    else
+    else if (end == BSO_RUN_FAILED || s->successes > 0)
         s->fail_mark = (double)job->last_trial_number;
     bool all = follow_epoch_cost(job, i, cost, epochs);
     if (s->successes > 0 && end != BSO_RUN_PASSED) {
