@@ -28,7 +28,7 @@
  * out; a sum past DRIFT_ALARM says the job changed (about one false alarm in several hundred
  * runs of a stationary size, and a 1.5x change is found within two or three runs). */
 #define DRIFT_SLACK 0.5
-#define DRIFT_ALARM 4.0
+#define DRIFT_ALARM 6.0
 /* A run whose cost per epoch is this factor off its size's (either way) shows a new level: the
  * data set grew, the cluster changed. Measurement noise of time and energy is far smaller. */
 #define PER_EPOCH_SHIFT 1.25
@@ -102,16 +102,30 @@ static bool struck(const struct bso_job *job, size_t i)
     return job->stats[i].fail_mark > last_success;
 }
 
+/* Whether size i reached the target since the policy last found that the job changed (always,
+ * for a job that never changed). */
+static bool fresh(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    return s->success_mark >= s->change_mark;
+}
+
 /* The index of the size with the lowest expected cost among those that reached the target
- * and did not just fail, or -1. */
-static int best_good(const struct bso_job *job)
+ * (since the job last changed, when fresh_only) and did not just fail, or -1. */
+static int best_good_of(const struct bso_job *job, bool fresh_only)
 {
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
         if (job->stats[i].successes > 0 && usable(job, i) && !struck(job, i) &&
+            (!fresh_only || fresh(job, i)) &&
             (best < 0 || expected_cost(&job->stats[i]) < expected_cost(&job->stats[best])))
             best = (int)i;
     return best;
+}
+
+static int best_good(const struct bso_job *job)
+{
+    return best_good_of(job, false);
 }
 
 /* Whether a size larger than i reached the target in fewer epochs than the fewest seen at or
@@ -555,7 +569,9 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
     struct bso_bs_stat *s = &job->stats[i];
     if (rep->current_epoch == 1)
         s->first_epoch_cost = out->cost;
-    const int g = best_good(job);
+    /* Runs are stopped against the best measured since the job last changed: a size's cost
+     * from before may no longer hold. */
+    const int g = best_good_of(job, true);
     out->stop_train = true;
     out->converged = reached;
     if (reached) {
