@@ -147,6 +147,15 @@ static bool contradicted(const struct bso_job *job, size_t i)
     return above < at_or_below;
 }
 
+/* Whether an exploring run at size i is judged by the optimistic epochs bound rather than
+ * the central estimate: after the job changed, its first run since (the estimates rest on
+ * evidence from before, which the change may have falsified at some sizes but not others),
+ * and wherever the data contradict the bound's assumption. */
+static bool rechecked(const struct bso_job *job, size_t i)
+{
+    return (job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i);
+}
+
 /* A lower bound on the epochs size i needs: a larger batch needs at least as many epochs as a
  * smaller one, and a smaller batch at least proportionally fewer than a larger one. With few
  * noisy runs per size, the first bound takes the fewest epochs seen at any smaller size (the
@@ -233,7 +242,7 @@ static double epochs_estimate(const struct bso_job *job, size_t i)
  * bound (proportionally fewer epochs) is loose, so the central estimate is. */
 static double judged_epochs(const struct bso_job *job, size_t i)
 {
-    if (contradicted(job, i))
+    if (rechecked(job, i))
         return epochs_bound(job, i);
     for (size_t a = i + 1; a < job->spec.n_batch_sizes; a++)
         if (job->stats[a].successes > 0)
@@ -607,7 +616,7 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
             const double e = (double)rep->current_epoch;
             const double per = out->cost / e;
             const double expected =
-                contradicted(job, i) ? epochs_bound(job, i) : epochs_estimate(job, i);
+                rechecked(job, i) ? epochs_bound(job, i) : epochs_estimate(job, i);
             double left = expected - e;
             if (left < OVERDUE * e)
                 left = OVERDUE * e;
