@@ -567,7 +567,11 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
             }
         return BSO_EPRUNED;
     }
-    const int c = explore_candidate(job, g, expected_cost(&job->stats[g]));
+    /* The search looks around the best measured since the job last changed, when there is
+     * one: a size known only from before may have moved. */
+    const int f = best_good_of(job, true);
+    const int a = f >= 0 ? f : g;
+    const int c = explore_candidate(job, a, expected_cost(&job->stats[a]));
     *batch_size = sp->batch_sizes[c >= 0 ? c : thompson(job, false)];
     return 0;
 }
@@ -737,6 +741,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
 {
     struct bso_bs_stat *s = &job->stats[i];
     const bool reached = end == BSO_RUN_REACHED;
+    const bool stale = s->successes > 0 && !fresh(job, i);
     s->crashes = 0; /* it reported: whatever ended earlier runs, this one ran */
     /* Failing marks a size that ran out of epochs, or one that used to reach; an exploring
      * run stopped for its cost may still reach, and marks nothing. */
@@ -753,6 +758,12 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
             forget(job, i);
             all = true;
         }
+    }
+    /* The first run to reach at a size known only from before the job changed replaces
+     * what was known: that was a stand-in until a run could tell. */
+    if (reached && stale && s->successes > 0) {
+        s->successes = 0;
+        s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
     }
     /* A window (window_size runs) keeps each size's epochs to its recent runs: older runs
      * fade as new ones come, their mean kept. */
