@@ -759,11 +759,12 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
             all = true;
         }
     }
-    /* The first run to reach at a size known only from before the job changed replaces
-     * what was known: that was a stand-in until a run could tell. */
-    if (reached && stale && s->successes > 0) {
+    /* The first run at a size known only from before the job changed replaces what was
+     * known: that was a stand-in until a run could tell. */
+    if (stale && end != BSO_RUN_PASSED) {
         s->successes = 0;
         s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
+        s->status = BSO_BS_UNTRIED; /* set below from this run */
     }
     /* A window (window_size runs) keeps each size's epochs to its recent runs: older runs
      * fade as new ones come, their mean kept. */
