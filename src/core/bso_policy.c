@@ -91,15 +91,31 @@ static bool usable(const struct bso_job *job, size_t i)
     return job->stats[i].status != BSO_BS_INFEASIBLE && !bso_spec_unfit(&job->spec, i);
 }
 
-/* Whether size i's last run failed after the job's last success: the recurrence still looking
- * for a model has seen it fail, so it is not handed out again while another size may reach. */
+/* The job's last trial number when any size last reached the target. */
+static double last_success(const struct bso_job *job)
+{
+    double last = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].success_mark > last)
+            last = job->stats[k].success_mark;
+    return last;
+}
+
+/* Whether size i is not handed out again in the recurrence that is still looking for a model:
+ * it failed after the job's last success, or it lies between two sizes that did (sizes
+ * between two that failed likely fail too). */
 static bool struck(const struct bso_job *job, size_t i)
 {
-    double last_success = 0;
+    const double since = last_success(job);
+    if (job->stats[i].fail_mark > since)
+        return true;
+    bool below = false, above = false;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        if (job->stats[k].success_mark > last_success)
-            last_success = job->stats[k].success_mark;
-    return job->stats[i].fail_mark > last_success;
+        if (job->stats[k].fail_mark > since) {
+            below |= k < i;
+            above |= k > i;
+        }
+    return below && above;
 }
 
 /* Whether size i reached the target since the policy last found that the job changed (always,
@@ -325,7 +341,7 @@ double bso_policy_epoch_cost(const struct bso_job *job, size_t i)
 static bool open_size(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *s = &job->stats[i];
-    return usable(job, i) &&
+    return usable(job, i) && !struck(job, i) &&
            (s->status == BSO_BS_UNTRIED || (s->status == BSO_BS_PASSED && s->runs < MAX_PROBES));
 }
 
@@ -493,43 +509,30 @@ static int thompson(struct bso_job *job, bool all)
 }
 
 /* The recurrence still needs a model and every size that reached the target failed in it (or
- * the job changed and none has reached since): the size most likely to be cheap that has not
- * failed in it, looking first outside the span of the sizes that did (sizes between two that
- * failed likely fail too). A size that reached is judged by its expected cost, an open one by
- * its optimistic cost. Else the least bad of those that failed. -1 when nothing can run. */
+ * the job changed and none has reached since): the size most likely to be cheap that is not
+ * struck out in it, one that reached judged by its expected cost, an open one by its
+ * optimistic cost. Else the least bad of those that failed. -1 when nothing can run. */
 static int rescue(struct bso_job *job)
 {
-    const int n = (int)job->spec.n_batch_sizes;
-    int lo = n, hi = -1;
-    for (int k = 0; k < n; k++)
-        if (struck(job, (size_t)k)) {
-            lo = k < lo ? k : lo;
-            hi = k > hi ? k : hi;
+    int best = -1;
+    double best_cost = INFINITY;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const struct bso_bs_stat *s = &job->stats[k];
+        if (!usable(job, k) || struck(job, k))
+            continue;
+        double cost;
+        if (s->successes > 0)
+            cost = expected_cost(s);
+        else if (open_size(job, k))
+            cost = epochs_bound(job, k) * bso_policy_epoch_cost(job, k);
+        else
+            continue;
+        if (best < 0 || cost < best_cost) {
+            best = (int)k;
+            best_cost = cost;
         }
-    for (int pass = 0; pass < 2; pass++) {
-        int best = -1;
-        double best_cost = INFINITY;
-        for (int k = 0; k < n; k++) {
-            const struct bso_bs_stat *s = &job->stats[k];
-            if (!usable(job, (size_t)k) || struck(job, (size_t)k) ||
-                (pass == 0 && k >= lo && k <= hi))
-                continue;
-            double cost;
-            if (s->successes > 0)
-                cost = expected_cost(s);
-            else if (open_size(job, (size_t)k))
-                cost = epochs_bound(job, (size_t)k) * bso_policy_epoch_cost(job, (size_t)k);
-            else
-                continue;
-            if (best < 0 || cost < best_cost) {
-                best = k;
-                best_cost = cost;
-            }
-        }
-        if (best >= 0)
-            return best;
     }
-    return thompson(job, true);
+    return best >= 0 ? best : thompson(job, true);
 }
 
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
