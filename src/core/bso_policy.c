@@ -191,7 +191,10 @@ static double epochs_bound(const struct bso_job *job, size_t i)
         if (ba > b && s->min_epochs * b / ba > from_larger)
             from_larger = s->min_epochs * b / ba;
     }
-    if (contradicted(job, i))
+    /* The bound from smaller sizes rests on sizes behaving alike; after the job changed, or
+     * where the data contradict it, only the proportional bound from larger sizes holds until
+     * the size has run again. */
+    if ((job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i))
         from_smaller = INFINITY;
     double lb = isinf(from_smaller) || from_larger > from_smaller ? from_larger : from_smaller;
     if (job->stats[i].censored_epochs + 1 > lb && job->stats[i].censored_epochs > 0)
