@@ -334,6 +334,179 @@ static void test_all_failed_is_pruned(void **state)
     bso_job_clear(&job);
 }
 
+/* One recurrence of a job whose size i needs epochs[i] epochs (0: never reaches) at per[i] a
+ * epoch: launches until a run reaches, at most `most`. Returns the size that trained (0: none)
+ * and writes the sizes launched to `tried` (up to `most`). */
+static int64_t recur(struct bso_job *job, const int64_t *epochs, const double *per, int most,
+                     int64_t *tried, int *launches)
+{
+    for (int k = 0; k < most; k++) {
+        struct bso_trial t = predict_ok(job);
+        const int i = bso_job_spec_index(&job->spec, t.batch_size);
+        struct bso_decision d;
+        run(job, &t, per[i], epochs[i], &d);
+        tried[k] = t.batch_size;
+        *launches = k + 1;
+        if (d.converged)
+            return t.batch_size;
+    }
+    return 0;
+}
+
+/* Sizes 16..256; per-epoch cost falls with the size, epochs rise: 64 is cheapest. */
+static const int64_t base_epochs[] = {6, 7, 8, 14, 19};
+static const double base_per[] = {300, 180, 100, 70, 60};
+
+static bool any_change_mark(const struct bso_job *job)
+{
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
+        if (job->stats[i].change_mark > 0)
+            return true;
+    return false;
+}
+
+/* A job that does not change is never taken for one that did (deterministic epochs: no
+ * spread at all), and settles on its cheapest size. */
+static void test_no_change_no_alarm(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    int64_t tried[10], last = 0;
+    int launches;
+    for (int r = 0; r < 60; r++)
+        last = recur(&job, base_epochs, base_per, 10, tried, &launches);
+    assert_int_equal(last, 64);
+    assert_false(any_change_mark(&job));
+    assert_true(job.stats[2].successes > 40);
+    bso_job_clear(&job);
+}
+
+/* Epochs rise 1.6x at the best size and below: the change is found within a few runs, what was
+ * learnt before weighs as one run, the sizes ruled out are open again, and the policy moves to
+ * the new cheapest size (128: 14 x 70 = 980 against 13 x 100 = 1300 at 64). */
+static void test_change_detected_and_search_reopened(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 30; r++)
+        recur(&job, base_epochs, base_per, 10, tried, &launches);
+    assert_false(any_change_mark(&job));
+    const int64_t changed_epochs[] = {10, 12, 13, 14, 19};
+    int found = -1;
+    for (int r = 0; r < 4 && found < 0; r++) {
+        recur(&job, changed_epochs, base_per, 10, tried, &launches);
+        if (any_change_mark(&job))
+            found = r;
+    }
+    assert_true(found >= 0); /* within four recurrences */
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++) {
+        assert_true(job.stats[i].successes <=
+                    1 + (job.stats[i].success_mark > job.stats[i].change_mark));
+        assert_true(job.stats[i].status != BSO_BS_KILLED && job.stats[i].status != BSO_BS_FAILED);
+    }
+    int64_t last = 0;
+    for (int r = 0; r < 25; r++)
+        last = recur(&job, changed_epochs, base_per, 10, tried, &launches);
+    assert_int_equal(last, 128);
+    bso_job_clear(&job);
+}
+
+/* A size that just failed to reach is not handed out again in the same recurrence while another
+ * size may reach, and the recurrences after train a model at once. */
+static void test_failed_size_not_repeated_in_recurrence(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 30; r++)
+        recur(&job, base_epochs, base_per, 10, tried, &launches);
+    /* 64 now runs out of epochs (max 20); 128 still reaches. */
+    const int64_t broken[] = {6, 7, 0, 14, 19};
+    assert_true(recur(&job, broken, base_per, 10, tried, &launches) != 0);
+    assert_int_equal(tried[0], 64);
+    for (int k = 1; k < launches; k++)
+        assert_int_not_equal(tried[k], 64);
+    assert_true(launches <= 3);
+    /* Every recurrence from now on trains a model within two launches. */
+    for (int r = 0; r < 20; r++) {
+        assert_true(recur(&job, broken, base_per, 10, tried, &launches) != 0);
+        assert_true(launches <= 2);
+    }
+    bso_job_clear(&job);
+}
+
+/* A size with noisy epochs fails once: no change is inferred from one such run, the relaunch of
+ * that recurrence goes elsewhere, and the size is chosen again in later recurrences. */
+static void test_one_failure_strikes_the_size_for_its_recurrence_only(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    int64_t tried[10];
+    int launches;
+    const int64_t noisy[2][5] = {{6, 7, 7, 14, 19}, {7, 8, 10, 16, 20}};
+    for (int r = 0; r < 40; r++)
+        recur(&job, noisy[r % 2], base_per, 10, tried, &launches);
+    const int64_t fails_at_64[] = {7, 8, 0, 16, 20};
+    int64_t got = recur(&job, fails_at_64, base_per, 10, tried, &launches);
+    assert_int_equal(tried[0], 64);
+    assert_true(got != 0 && got != 64);
+    assert_false(any_change_mark(&job)); /* one noisy failure is not a change */
+    int again = 0;
+    for (int r = 0; r < 10; r++)
+        again += recur(&job, noisy[r % 2], base_per, 10, tried, &launches) == 64;
+    assert_true(again >= 5);
+    bso_job_clear(&job);
+}
+
+/* The data set grows: every epoch costs 1.5x at every size at once. Early stopping at beta x
+ * the best cost must not kill the runs of the best size for it. */
+static void test_cost_jump_does_not_stop_every_run(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    job.spec.has_beta_knob = true;
+    job.spec.beta_knob = 1.3;
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 30; r++)
+        recur(&job, base_epochs, base_per, 10, tried, &launches);
+    const double grown[] = {450, 270, 150, 105, 90};
+    assert_int_equal(recur(&job, base_epochs, grown, 10, tried, &launches), 64);
+    assert_int_equal(launches, 1);
+    /* The other sizes' costs per epoch followed the measured jump. */
+    assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[3]) / 70 - 1.5) < 0.01);
+    for (int r = 0; r < 10; r++) {
+        assert_int_equal(recur(&job, base_epochs, grown, 10, tried, &launches), 64);
+        assert_int_equal(launches, 1);
+    }
+    bso_job_clear(&job);
+}
+
+/* window_size keeps a size's epochs to about its last window_size runs. */
+static void test_window_size_bounds_memory(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    job.spec.window_size = 4;
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 30; r++)
+        recur(&job, base_epochs, base_per, 10, tried, &launches);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        assert_true(job.stats[i].successes <= 4);
+    assert_int_equal(job.stats[2].successes, 4);
+    bso_job_clear(&job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +522,12 @@ int main(void)
         cmocka_unit_test(test_unfit_size_is_as_if_absent),
         cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),
+        cmocka_unit_test(test_no_change_no_alarm),
+        cmocka_unit_test(test_change_detected_and_search_reopened),
+        cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
+        cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
+        cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
+        cmocka_unit_test(test_window_size_bounds_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
