@@ -441,8 +441,9 @@ static void test_failed_size_not_repeated_in_recurrence(void **state)
     bso_job_clear(&job);
 }
 
-/* A size with noisy epochs fails once: no change is inferred from one such run, the relaunch of
- * that recurrence goes elsewhere, and the size is chosen again in later recurrences. */
+/* A size that now and then fails to reach (a diverged seed) fails once more: no change is
+ * inferred from it, the relaunch of that recurrence goes elsewhere, and the size is chosen
+ * again in later recurrences. */
 static void test_one_failure_strikes_the_size_for_its_recurrence_only(void **state)
 {
     (void)state;
@@ -451,13 +452,16 @@ static void test_one_failure_strikes_the_size_for_its_recurrence_only(void **sta
     int64_t tried[10];
     int launches;
     const int64_t noisy[2][5] = {{6, 7, 7, 14, 19}, {7, 8, 10, 16, 20}};
-    for (int r = 0; r < 40; r++)
-        recur(&job, noisy[r % 2], base_per, 10, tried, &launches);
     const int64_t fails_at_64[] = {7, 8, 0, 16, 20};
+    for (int r = 0; r < 40; r++)
+        recur(&job, r % 8 == 7 ? fails_at_64 : noisy[r % 2], base_per, 10, tried, &launches);
+    assert_true(job.stats[2].total_runs - job.stats[2].total_successes >= 3);
+    const double drift = job.stats[2].drift_fail;
     int64_t got = recur(&job, fails_at_64, base_per, 10, tried, &launches);
     assert_int_equal(tried[0], 64);
     assert_true(got != 0 && got != 64);
-    assert_false(any_change_mark(&job)); /* one noisy failure is not a change */
+    assert_true(job.stats[2].drift_fail > drift); /* it counted, as a failure the size has had */
+    assert_false(any_change_mark(&job));
     int again = 0;
     for (int r = 0; r < 10; r++)
         again += recur(&job, noisy[r % 2], base_per, 10, tried, &launches) == 64;

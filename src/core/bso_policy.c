@@ -29,6 +29,9 @@
  * runs of a stationary size, and a 1.5x change is found within two or three runs). */
 #define DRIFT_SLACK 0.5
 #define DRIFT_ALARM 6.0
+/* Failing to reach is rarer and costlier evidence: a likelihood ratio of 20 (one failure of a
+ * size that reached some twenty times without failing) says the job changed. */
+#define FAIL_ALARM 3.0
 /* A run whose cost per epoch is this factor off its size's (either way) shows a new level: the
  * data set grew, the cluster changed. Measurement noise of time and energy is far smaller. */
 #define PER_EPOCH_SHIFT 1.25
@@ -535,7 +538,28 @@ static int rescue(struct bso_job *job)
             best_cost = cost;
         }
     }
-    return best >= 0 ? best : thompson(job, true);
+    if (best >= 0)
+        return best;
+    best = thompson(job, true);
+    if (best >= 0)
+        return best;
+    /* Nothing that ever reached can still run either: a job that trained before is never
+     * given up, since what failed may have failed for the change alone. The size whose last
+     * failure is the oldest (so that failures cycle through the sizes instead of repeating
+     * one), then the lowest optimistic cost. */
+    best_cost = INFINITY;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        if (!usable(job, k))
+            continue;
+        const double cost = epochs_bound(job, k) * bso_policy_epoch_cost(job, k);
+        const double mark = job->stats[k].fail_mark;
+        if (best < 0 || mark < job->stats[best].fail_mark ||
+            (mark == job->stats[best].fail_mark && cost < best_cost)) {
+            best = (int)k;
+            best_cost = cost;
+        }
+    }
+    return best;
 }
 
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
@@ -545,7 +569,9 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     const int d = bso_job_spec_index(sp, sp->default_batch_size);
     const int g = best_good(job);
     if (g < 0) {
-        bool rescue_needed = job->stats[0].change_mark > 0;
+        bool rescue_needed = false;
+        for (int k = 0; k < n; k++)
+            rescue_needed |= job->stats[k].change_mark > 0;
         for (int k = 0; k < n; k++)
             rescue_needed |= job->stats[k].successes > 0;
         if (rescue_needed) {
@@ -678,13 +704,24 @@ enum bso_run_end bso_policy_run_end(const struct bso_job *job, const struct bso_
 /* How surprising a run of e epochs at a size that reached before is, in standard deviations
  * of its predicted log epochs (its posterior and the run-to-run spread). A run that stopped
  * without reaching needs more than e: only its excess counts. */
-static double surprise(const struct bso_job *job, size_t i, double e, bool reached)
+static double surprise(const struct bso_job *job, size_t i, double e)
 {
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES], cv2;
     posterior(job, mean_log, sd_log, &cv2);
     const double sd = sqrt(cv2 + sd_log[i] * sd_log[i]);
-    const double z = ((reached ? log(e) : log(e + 1)) - mean_log[i]) / sd;
-    return reached || z > 0 ? z : 0;
+    return (log(e) - mean_log[i]) / sd;
+}
+
+/* The log-likelihood ratio of a run's outcome (reached or not) between "the size now fails
+ * at least half the time" and its failure rate so far (with half a failure of prior). Some
+ * runs never reach without anything having changed (a diverged seed): a size that failed
+ * before needs more failures in a row to raise the alarm. */
+static double failure_evidence(const struct bso_bs_stat *s, bool reached)
+{
+    const double fails = s->total_runs - s->total_successes;
+    const double p0 = (fails + 0.5) / (s->total_runs + 1);
+    const double p1 = fmax(0.5, (1 + p0) / 2);
+    return reached ? log((1 - p1) / (1 - p0)) : log(p1 / p0);
 }
 
 /* The job changed (size i's runs said so): what was learnt before weighs as one run per size,
@@ -692,10 +729,17 @@ static double surprise(const struct bso_job *job, size_t i, double e, bool reach
  * measured cost per epoch; size i starts over from the run that showed the change. */
 static void forget(struct bso_job *job, size_t i)
 {
+    /* The change came after size i last reached: a size that reached since is known from
+     * after it, and keeps what it knows. */
+    const double since = job->stats[i].success_mark;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         struct bso_bs_stat *s = &job->stats[k];
         const double per = per_epoch(s);
-        s->drift_up = s->drift_down = 0;
+        s->drift_up = s->drift_down = s->drift_fail = 0;
+        if (k != i && s->successes > 0 && s->success_mark > since) {
+            s->change_mark = since > 0 ? since : 1;
+            continue;
+        }
         s->censored_epochs = 0;
         s->change_mark = (double)job->last_trial_number;
         if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
@@ -757,10 +801,14 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->fail_mark = (double)job->last_trial_number;
     bool all = follow_epoch_cost(job, i, cost, epochs);
     if (s->successes > 0 && end != BSO_RUN_PASSED) {
-        const double z = surprise(job, i, (double)epochs, reached);
-        s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);
-        s->drift_down = reached ? fmax(0, s->drift_down - z - DRIFT_SLACK) : s->drift_down;
-        if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM) {
+        if (reached) {
+            const double z = surprise(job, i, (double)epochs);
+            s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);
+            s->drift_down = fmax(0, s->drift_down - z - DRIFT_SLACK);
+        }
+        s->drift_fail = fmax(0, s->drift_fail + failure_evidence(s, reached));
+        if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM ||
+            s->drift_fail > FAIL_ALARM) {
             forget(job, i);
             all = true;
         }
@@ -785,6 +833,8 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->warm_first_sum += s->first_epoch_cost;
         s->warm_steady_sum += (cost - s->first_epoch_cost) / (double)(epochs - 1);
     }
+    s->total_runs++;
+    s->total_successes += reached;
     s->runs++;
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;

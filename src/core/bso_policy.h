@@ -56,6 +56,9 @@ struct bso_bs_stat {
     /* Change detection: cumulative sums of how far this size's runs took more (up) or fewer
      * (down) epochs than its posterior predicted, beyond a slack (a CUSUM test). */
     double drift_up, drift_down;
+    /* The same for failing to reach: the log-likelihood ratio of "it now fails often" against
+     * its failure rate so far, summed over runs (a Bernoulli CUSUM). */
+    double drift_fail;
     /* The job's last trial number when this size's last run reached the target, and when
      * its last run ended without: a size that failed after the job's last success failed in
      * the recurrence that is still looking for a model. */
@@ -63,6 +66,10 @@ struct bso_bs_stat {
     /* The job's last trial number when the policy last found that the job changed (the same in
      * every size; 0: never). Evidence from before it may disagree with the present. */
     double change_mark;
+    /* Every run that reported at this size, and those that reached: plain counts, which
+     * `runs` and `successes` (the weights of the evidence the policy keeps) stop being once
+     * the job changed or a window forgets. */
+    double total_runs, total_successes;
 };
 
 /* "untried", "good", "killed", "failed", "passed" or "infeasible". */

@@ -418,9 +418,9 @@ static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
         jb_key(b, "status");
         jb_str(b, bso_bs_status_name(s->status));
         jb_key(b, "runs");
-        jb_int(b, s->runs);
+        jb_int(b, (int64_t)s->total_runs);
         jb_key(b, "successes");
-        jb_int(b, s->successes);
+        jb_int(b, (int64_t)s->total_successes);
         jb_key(b, "mean_epochs");
         jb_maybe(b, s->successes > 0 ? s->sum_epochs / (double)s->successes : NAN);
         jb_key(b, "cost_per_epoch");

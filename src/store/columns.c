@@ -161,15 +161,18 @@ void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
     b->crashes = r->i64(r->ctx, 4 + BSO_STAT_SUMS);
     b->profile_samples_per_s = r->f64(r->ctx, 5 + BSO_STAT_SUMS);
     b->profile_joules_per_sample = r->f64(r->ctx, 6 + BSO_STAT_SUMS);
-    double *change[BSO_STAT_CHANGE] = {&b->drift_up, &b->drift_down, &b->success_mark,
-                                       &b->fail_mark, &b->change_mark};
+    double *change[BSO_STAT_CHANGE] = {&b->drift_up,        &b->drift_down,  &b->success_mark,
+                                       &b->fail_mark,       &b->change_mark, &b->total_runs,
+                                       &b->total_successes, &b->drift_fail};
     for (int k = 0; k < BSO_STAT_CHANGE; k++)
         *change[k] = r->f64(r->ctx, 7 + BSO_STAT_SUMS + k);
 }
 
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE])
 {
-    const double v[BSO_STAT_CHANGE] = {b->drift_up, b->drift_down, b->success_mark, b->fail_mark};
+    const double v[BSO_STAT_CHANGE] = {b->drift_up,        b->drift_down,  b->success_mark,
+                                       b->fail_mark,       b->change_mark, b->total_runs,
+                                       b->total_successes, b->drift_fail};
     memcpy(out, v, sizeof v);
 }
 

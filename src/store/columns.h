@@ -50,7 +50,7 @@ int bso_column_read_job(const struct bso_row *r, struct bso_job *job);
 /* trial_number, batch_size, type, status, time, energy, converged. */
 void bso_column_read_trial(const struct bso_row *r, struct bso_trial *t);
 /* batch_size, status, runs, successes, the nine sums, crashes, the profile's two measurements
- * and the change detector's five fields, into the job's statistics of that size (a size the
+ * and the change detector's fields and the plain counts, into the job's statistics of that size (a size the
  * job does not have is skipped). */
 void bso_column_read_stat(const struct bso_row *r, struct bso_job *job);
 /* batch_size, param_mean, param_precision, reward_precision, num_observations, n_results,
@@ -82,9 +82,10 @@ void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *ou
 /* The nine sums of a statistics row, in column order, for the writers. */
 #define BSO_STAT_SUMS 9
 void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS]);
-/* The change detector's five fields (drift_up, drift_down, success_mark, fail_mark,
- * change_mark), the last columns of a statistics row, in order. */
-#define BSO_STAT_CHANGE 5
+/* The change detector's fields and the plain counts (drift_up, drift_down, success_mark,
+ * fail_mark, change_mark, total_runs, total_successes, drift_fail), the last columns of a
+ * statistics row, in order. */
+#define BSO_STAT_CHANGE 8
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE]);
 
 #endif

@@ -155,7 +155,11 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN drift_down DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN success_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN fail_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
-    "ALTER TABLE bs_stat ADD COLUMN change_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
+    "ALTER TABLE bs_stat ADD COLUMN change_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN total_runs DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN total_successes DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN drift_fail DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "UPDATE bs_stat SET total_runs = runs, total_successes = successes;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -267,15 +271,17 @@ static const char *const stmt_sql[ST_COUNT] = {
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
         " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
-        " drift_up, drift_down, success_mark, fail_mark, change_mark"
+        " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
+        " drift_fail"
         " FROM bs_stat WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
-        " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark)"
+        " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
+        " total_runs, total_successes, drift_fail)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19, $20, $21, $22)"
+        " $18, $19, $20, $21, $22, $23, $24, $25)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -287,7 +293,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " profile_joules_per_sample = EXCLUDED.profile_joules_per_sample,"
         " drift_up = EXCLUDED.drift_up, drift_down = EXCLUDED.drift_down,"
         " success_mark = EXCLUDED.success_mark, fail_mark = EXCLUDED.fail_mark,"
-        " change_mark = EXCLUDED.change_mark",
+        " change_mark = EXCLUDED.change_mark, total_runs = EXCLUDED.total_runs,"
+        " total_successes = EXCLUDED.total_successes, drift_fail = EXCLUDED.drift_fail",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
         " peak_memory_bytes, device, measured_at) VALUES ($1, $2, $3, $4, $5, $6, $7, " NOW_TEXT

@@ -151,7 +151,11 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN drift_down REAL NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN success_mark REAL NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN fail_mark REAL NOT NULL DEFAULT 0;\n"
-    "ALTER TABLE bs_stat ADD COLUMN change_mark REAL NOT NULL DEFAULT 0;\n",
+    "ALTER TABLE bs_stat ADD COLUMN change_mark REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN total_runs REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN total_successes REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN drift_fail REAL NOT NULL DEFAULT 0;\n"
+    "UPDATE bs_stat SET total_runs = runs, total_successes = successes;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -260,15 +264,17 @@ static const char *const stmt_sql[ST_COUNT] = {
         "SELECT batch_size, status, runs, successes, sum_epochs, sum_sq_epochs,"
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
         " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
-        " drift_up, drift_down, success_mark, fail_mark, change_mark"
+        " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
+        " drift_fail"
         " FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
-        " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark)"
+        " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
+        " total_runs, total_successes, drift_fail)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
-        " ?18, ?19, ?20, ?21, ?22)",
+        " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"

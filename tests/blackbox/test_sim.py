@@ -228,6 +228,69 @@ class Sim(unittest.TestCase):
 
     @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
                          "the shared traces are not beside the repository")
+    def test_change_replayed_identically_over_http(self):
+        """A job that changes: the policy finds it and revises every size's statistics, which
+        the server stores (on this suite's backend) and reloads, so its decisions over HTTP are
+        the in-process ones; per-phase figures come out."""
+        with Server() as srv, tempfile.TemporaryDirectory() as d:
+            url = "http://127.0.0.1:%d" % srv.port
+            got = {}
+            for mode, extra in (("local", []), ("http", ["--server", url])):
+                p = os.path.join(d, "%s.csv" % mode)
+                out = sim("--traces", TRACES, "--gpu", "a40", "--workload", "squad",
+                          "--policy", "bso", "--seeds", "1-2", "--recurrences", "16",
+                          "--change", "6:epochs=2@<=opt", "--decisions", p, "--out", d, *extra)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"])
+                             for r in decisions(p)]
+            self.assertEqual(got["local"], got["http"])
+            # After the change the sizes that used to win run out of epochs (max 6): the runs
+            # that follow move elsewhere and reach.
+            after = [r for r in got["local"] if int(r[1]) > 8]
+            self.assertTrue(any(r[3] == "reached" for r in after))
+            with open(os.path.join(d, "changes.csv")) as f:
+                phases = list(csv.DictReader(f))
+            self.assertEqual([p["phase"] for p in phases], ["0", "1"])
+            self.assertEqual(phases[1]["first_recurrence"], "6")
+            self.assertEqual(phases[1]["recurrences"], "11")
+            self.assertIn("after a change", out.stdout)
+
+    def test_change_errors(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_synthetic(d)
+            common = ["--traces", d, "--workloads", os.path.join(d, "workloads.csv"),
+                      "--gpu", "gpu1", "--out", d]
+            for bad, says in (("x:epochs=2", "whole number"), ("5:speed=2", "unknown kind"),
+                              ("5:epochs=0", "factor"), ("5:epochs=2@<<opt", "sizes"),
+                              ("5epochs", "R:KIND=FACTOR")):
+                out = sim(*common, "--change", bad)
+                self.assertEqual(out.returncode, 2, bad)
+                self.assertIn(says, out.stderr, bad)
+            out = sim(*common, "--launches", "0")
+            self.assertEqual(out.returncode, 2)
+
+    def test_change_on_synthetic_traces(self):
+        """Epochs x3 at the optimum (64: 20 epochs x 950) from recurrence 5: 64 can no longer
+        reach within max_epochs (30), so 32 (its paths' 62 epochs over 3 successes x 1400 an
+        epoch) is the new phase's oracle; the bso policy moves there and always trains a model."""
+        with tempfile.TemporaryDirectory() as d:
+            write_synthetic(d)
+            dec = os.path.join(d, "dec.csv")
+            out = sim("--traces", d, "--workloads", os.path.join(d, "workloads.csv"),
+                      "--gpu", "gpu1", "--policy", "bso", "--seeds", "1", "--recurrences", "30",
+                      "--change", "5:epochs=3@opt", "--decisions", dec, "--out", d)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(os.path.join(d, "changes.csv")) as f:
+                phases = list(csv.DictReader(f))
+            self.assertAlmostEqual(float(phases[0]["oracle_cost"]), 20 * 950, places=3)
+            self.assertAlmostEqual(float(phases[1]["oracle_cost"]), 62 / 3 * 1400, places=1)
+            self.assertEqual(phases[1]["no_model"], "0")
+            last = [r for r in decisions(dec) if r["outcome"] == "reached"][-10:]
+            self.assertTrue(all(r["batch_size"] == "32" for r in last), last)
+            self.assertLess(float(phases[1]["lag"]), 10)
+
+    @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
+                         "the shared traces are not beside the repository")
     def test_jit_posts_power_profiles(self):
         """--power jit through a server posts what the first epoch at each size profiled, as
         a client with optimize_power does: one profile per size run, the cheapest limit."""
