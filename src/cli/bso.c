@@ -322,6 +322,16 @@ static int cmd_show(struct ctx *c)
         json_array_foreach(infeasible, i, a) printf(" %" PRId64, (int64_t)json_integer_value(a));
         printf("\n");
     }
+    json_t *origin = json_object_get(job, "transferred_from");
+    if (json_is_object(origin))
+        printf(
+            "transferred from %s (epochs of %" PRId64 " batch sizes, %s)\n", str(origin, "job_id"),
+            (int64_t)json_integer_value(json_object_get(origin, "batch_sizes")), str(origin, "at"));
+    json_t *changed = json_object_get(job, "change_detected_at_trial");
+    if (json_is_integer(changed))
+        printf("the job changed: found at trial %" PRId64
+               "; what was learnt before weighs as one run per size\n",
+               (int64_t)json_integer_value(changed));
     if (json_array_size(json_object_get(job, "power_profiles")) > 0)
         show_power(json_object_get(job, "power_profiles"));
     json_decref(job);
@@ -630,6 +640,34 @@ static int cmd_reset(struct ctx *c)
     return status;
 }
 
+static int cmd_transfer(struct ctx *c)
+{
+    bso_client *cl = c->cl;
+    char path[900];
+    job_path(c->argv[1], "/transfer", path, sizeof path);
+    json_t *body = json_pack("{s:s}", "from", c->argv[0]);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text)
+        return die("out of memory");
+    int status = check(cl, bso_client_post(cl, path, text));
+    free(text);
+    if (status != 0)
+        return status;
+    if (c->json) {
+        print_body(cl);
+        return 0;
+    }
+    json_t *job = json_loads(bso_client_body(cl), 0, NULL);
+    json_t *origin = json_object_get(job, "transferred_from");
+    printf("%s starts from %s's epochs-to-target at %" PRId64
+           " batch sizes; its costs per epoch are measured afresh\n",
+           c->argv[1], c->argv[0],
+           (int64_t)json_integer_value(json_object_get(origin, "batch_sizes")));
+    json_decref(job);
+    return 0;
+}
+
 static int open_monitor(bso_monitor **m)
 {
     char err[512];
@@ -775,6 +813,10 @@ static const struct command commands[] = {
     {"delete", 1, true, "JOB", "delete a job and its history", cmd_delete},
     {"reset", 1, true, "JOB", "forget what a job learned: it explores again (keeps its spec)",
      cmd_reset},
+    {"transfer", 2, true, "OLD NEW",
+     "start job NEW (the same workload on other hardware) from what job OLD learnt of each "
+     "batch size's epochs",
+     cmd_transfer},
     {"probe", 1, true, "JOB",
      "the job's device profile (bso.probe): which sizes fit, samples/s and J/sample, with bars",
      cmd_probe},

@@ -200,6 +200,11 @@ static double epochs_bound(const struct bso_job *job, size_t i)
     if ((job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i))
         from_smaller = INFINITY;
     double lb = isinf(from_smaller) || from_larger > from_smaller ? from_larger : from_smaller;
+    /* A transferred prior is a better guess than any bound: optimistic by one run-to-run
+     * spread (PRIOR_CV) below it. */
+    const double prior = job->stats[i].prior_epochs;
+    if (prior > 0 && job->stats[i].successes == 0)
+        lb = prior * exp(-PRIOR_CV);
     if (job->stats[i].censored_epochs + 1 > lb && job->stats[i].censored_epochs > 0)
         lb = job->stats[i].censored_epochs + 1;
     return lb;
@@ -235,6 +240,8 @@ static double fit_slope(const struct line_fit *f, double otherwise)
  * an exploring run's first epoch; stopping later uses the optimistic epochs_bound. */
 static double epochs_estimate(const struct bso_job *job, size_t i)
 {
+    if (job->stats[i].successes == 0 && job->stats[i].prior_epochs > 0)
+        return job->stats[i].prior_epochs; /* what the same workload needed elsewhere */
     int near = -1;
     struct line_fit fit = {0};
     const double x = log2((double)job->spec.batch_sizes[i]);
@@ -264,6 +271,8 @@ static double epochs_estimate(const struct bso_job *job, size_t i)
  * bound (proportionally fewer epochs) is loose, so the central estimate is. */
 static double judged_epochs(const struct bso_job *job, size_t i)
 {
+    if (job->stats[i].prior_epochs > 0 && job->stats[i].successes == 0)
+        return job->stats[i].prior_epochs;
     if (rechecked(job, i))
         return epochs_bound(job, i);
     for (size_t a = i + 1; a < job->spec.n_batch_sizes; a++)
@@ -562,6 +571,25 @@ static int rescue(struct bso_job *job)
     return best;
 }
 
+/* The first size for a job transferred from another before any of its own runs: the one of
+ * least prior epochs x (stand-in) cost per sample; -1 once a size has run, or without priors. */
+static int transferred_start(const struct bso_job *job)
+{
+    int best = -1;
+    double best_cost = INFINITY;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const struct bso_bs_stat *s = &job->stats[k];
+        if (s->runs > 0 || s->crashes > 0)
+            return -1;
+        const double cost = s->prior_epochs * profile_sample_cost(job, k);
+        if (usable(job, k) && s->prior_epochs > 0 && isfinite(cost) && cost < best_cost) {
+            best = (int)k;
+            best_cost = cost;
+        }
+    }
+    return best;
+}
+
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
 {
     const struct bso_job_spec *sp = &job->spec;
@@ -579,6 +607,13 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
             if (c < 0)
                 return BSO_EPRUNED;
             *batch_size = sp->batch_sizes[c];
+            return 0;
+        }
+        /* Transferred from another job and nothing run yet: the size the old job's epochs and
+         * costs favour. */
+        const int t = transferred_start(job);
+        if (t >= 0) {
+            *batch_size = sp->batch_sizes[t];
             return 0;
         }
         /* Nothing reached the target yet: the default first, then smaller sizes (they need
@@ -838,6 +873,14 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     s->runs++;
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;
+    if (reached && s->prior_epochs > 0) { /* the transferred prior joins as one run */
+        const double p = s->prior_epochs;
+        s->successes++;
+        s->sum_epochs += p;
+        s->sum_sq_epochs += p * p;
+        s->min_epochs = s->successes == 1 || p < s->min_epochs ? p : s->min_epochs;
+        s->prior_epochs = 0;
+    }
     if (reached) {
         const double e = (double)epochs;
         if (s->successes == 0 || e < s->min_epochs)
@@ -855,4 +898,31 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
                                             : BSO_BS_FAILED;
     }
     return all;
+}
+
+size_t bso_policy_transfer(struct bso_job *to, const struct bso_job *from)
+{
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES], cv2;
+    posterior(from, mean_log, sd_log, &cv2);
+    size_t n = 0;
+    for (size_t k = 0; k < from->spec.n_batch_sizes; k++) {
+        const int i = bso_job_spec_index(&to->spec, from->spec.batch_sizes[k]);
+        if (i < 0)
+            continue;
+        struct bso_bs_stat *s = &to->stats[i];
+        /* How cost per epoch varies between sizes on the old hardware stands in for a device
+         * profile until this hardware measures (a real profile replaces it): only ratios
+         * between sizes are read from it, so one cost c is written as c J/sample and c samples
+         * per max_power joule, whose cost per sample is c whatever eta. */
+        const double c = per_epoch(&from->stats[k]);
+        if (isfinite(c) && c > 0 && !(s->profile_samples_per_s > 0)) {
+            s->profile_joules_per_sample = c;
+            s->profile_samples_per_s = to->spec.max_power / c;
+        }
+        if (from->stats[k].successes == 0)
+            continue;
+        s->prior_epochs = exp(mean_log[k]);
+        n++;
+    }
+    return n;
 }

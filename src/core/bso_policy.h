@@ -70,6 +70,10 @@ struct bso_bs_stat {
      * `runs` and `successes` (the weights of the evidence the policy keeps) stop being once
      * the job changed or a window forgets. */
     double total_runs, total_successes;
+    /* Epochs-to-target this size needed in the job this one was transferred from (other
+     * hardware; epochs do not depend on it), until the size reaches here: then it joins the
+     * size's runs as one run more. 0: none. */
+    double prior_epochs;
 };
 
 /* "untried", "good", "killed", "failed", "passed" or "infeasible". */
@@ -110,6 +114,13 @@ enum bso_run_end { BSO_RUN_REACHED, BSO_RUN_PASSED, BSO_RUN_KILLED, BSO_RUN_FAIL
  * i's changed. */
 bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
                         enum bso_run_end end);
+
+/* Hands the per-size epochs that `from` learnt to `to`, a job of the same workload on other
+ * hardware (BSO_POLICY_BSO, both): each size both jobs have that reached the target in `from`
+ * gets its posterior mean epochs as a prior worth one run (bso_bs_stat.prior_epochs). Costs per
+ * epoch, unfit and infeasible sizes are not carried over: they belong to the hardware. Returns
+ * how many sizes got a prior. */
+size_t bso_policy_transfer(struct bso_job *to, const struct bso_job *from);
 
 /* How the run that a decision stopped ended. */
 enum bso_run_end bso_policy_run_end(const struct bso_job *job, const struct bso_decision *d,

@@ -68,6 +68,10 @@ struct bso_job_spec {
     /* Some batch size has a power profile (POST /jobs/ID/power): only then does a prediction
      * look up the chosen limit, so other jobs pay nothing for the feature. */
     bool power_profiled;
+    /* BSO's own registration field, not stored with the spec and not part of spec equality:
+     * the job (same workload, other hardware) whose per-size epochs a new job starts from.
+     * "": none. */
+    char transfer_from[BSO_JOB_ID_MAX + 1];
 };
 
 /* Whether batch size index i is marked unfit; and marking it. */

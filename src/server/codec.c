@@ -319,6 +319,7 @@ static const char *const spec_fields[] = {
     "mab_num_explorations",
     "mab_seed",
     "policy",
+    "transfer_from",
 };
 
 static int field_rank(const char *f)
@@ -354,6 +355,20 @@ static void decode_text(struct field_ctx *c, json_t *root, const char *name, boo
     size_t n;
     if (to_str(c, v, num, &text, &n))
         bso_job_spec_set_text(spec, which, text, n, errs);
+}
+
+/* A job id in a field of BSO's own (transfer_from, from): a non-empty string of at most
+ * BSO_JOB_ID_MAX bytes without NUL, into out. */
+static void job_id_field(struct field_ctx *c, json_t *v, const char *name, char *out, size_t cap)
+{
+    const char *id = json_is_string(v) ? json_string_value(v) : NULL;
+    const size_t len = id ? json_string_length(v) : 0;
+    if (!id || len == 0 || len >= cap || strlen(id) != len) {
+        bso_details_add(c->ds, "body", name, -1, "value_error",
+                        "must be the id of a registered job (1 to 255 characters)");
+        return;
+    }
+    memcpy(out, id, len + 1);
 }
 
 int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, struct bso_details *ds)
@@ -437,6 +452,8 @@ int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, str
                             "policy must be \"zeus\" or \"bso\"");
         }
     }
+    if ((v = field(&c, root, "transfer_from", false)) && !json_is_null(v))
+        job_id_field(&c, v, "transfer_from", spec->transfer_from, sizeof spec->transfer_from);
     json_decref(root);
 
     /* Fields that failed to decode keep their decode error: a placeholder (no type) in the
@@ -750,6 +767,22 @@ int bso_decode_power(const char *body, size_t len, struct bso_power_profile *p,
                                 "each power limit is measured once");
     }
     p->n = list ? json_array_size(list) : 0;
+    json_decref(root);
+    return ds->n > 0 ? BSO_EINVAL : 0;
+}
+
+int bso_decode_transfer(const char *body, size_t len, char *from, size_t cap,
+                        struct bso_details *ds)
+{
+    memset(ds, 0, sizeof *ds);
+    from[0] = '\0';
+    json_t *root = parse_object(body, len, ds);
+    if (!root)
+        return BSO_EINVAL;
+    struct field_ctx c = {.ds = ds};
+    json_t *v = field(&c, root, "from", true);
+    if (v)
+        job_id_field(&c, v, "from", from, cap);
     json_decref(root);
     return ds->n > 0 ? BSO_EINVAL : 0;
 }

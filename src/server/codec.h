@@ -77,4 +77,9 @@ int bso_decode_profile(const char *body, size_t len, struct bso_profile_entry *e
 int bso_decode_power(const char *body, size_t len, struct bso_power_profile *p,
                      struct bso_details *ds);
 
+/* POST /jobs/ID/transfer: {"from": "<job id>"}, the id into from (cap bytes). 0, or BSO_EINVAL
+ * with *ds. */
+int bso_decode_transfer(const char *body, size_t len, char *from, size_t cap,
+                        struct bso_details *ds);
+
 #endif

@@ -169,7 +169,13 @@ static void h_register(struct bso_request *req, struct bso_response *res)
         return;
     char msg[BSO_SVC_MSG_MAX];
     bool created = false;
-    int rc = bso_svc_register(s, &spec, req->cfg->default_policy, &created, msg);
+    /* transfer_from: the source is checked first, so that a bad one creates nothing. */
+    int rc = spec.transfer_from[0] ? bso_svc_check_transfer_source(s, spec.transfer_from, msg) : 0;
+    if (rc == 0)
+        rc = bso_svc_register(s, &spec, req->cfg->default_policy, &created, msg);
+    int64_t sizes = 0;
+    if (rc == 0 && created && spec.transfer_from[0])
+        rc = bso_svc_transfer(s, spec.job_id, spec.transfer_from, &sizes, msg);
     bso_session_release(s);
     if (rc < 0) {
         message(res, status_of(rc, 400), msg);
@@ -177,6 +183,9 @@ static void h_register(struct bso_request *req, struct bso_response *res)
     }
     if (created)
         log_info("Registered job %s", spec.job_id);
+    if (created && spec.transfer_from[0])
+        log_info("Job %s starts from job %s's epochs at %lld batch sizes", spec.job_id,
+                 spec.transfer_from, (long long)sizes);
     res->status = created ? 201 : 200;
     bso_encode_spec(&res->body, &spec);
 }
@@ -429,6 +438,8 @@ static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
         jb_maybe(b, bso_bs_expected_cost(s));
         jb_key(b, "estimated_cost_per_epoch"); /* what the policy assumes before measuring */
         jb_maybe(b, bso_policy_epoch_cost(job, i));
+        jb_key(b, "prior_epochs"); /* transferred from another job, until a run here reaches */
+        jb_maybe(b, s->prior_epochs > 0 ? s->prior_epochs : NAN);
         jb_end(b);
     }
     jb_end(b);
@@ -531,6 +542,38 @@ static int encode_power(struct jbuf *b, struct bso_session *s, const struct bso_
     return rc;
 }
 
+/* Where the job came from (bso transfer) and when the bso policy last found that it changed:
+ * "transferred_from" {job_id, batch_sizes, at} or null, "change_detected_at_trial" or null. */
+static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso_job *job)
+{
+    struct bso_job_origin o;
+    const int rc = bso_session_load_origin(s, job->spec.job_id, &o);
+    if (rc < 0 && rc != BSO_ENOTFOUND)
+        return rc;
+    jb_key(b, "transferred_from");
+    if (rc == 0) {
+        jb_obj(b);
+        jb_key(b, "job_id");
+        jb_str(b, o.from_job);
+        jb_key(b, "batch_sizes");
+        jb_int(b, o.sizes);
+        jb_key(b, "at");
+        jb_str(b, o.at);
+        jb_end(b);
+    } else {
+        jb_null(b);
+    }
+    double changed = 0;
+    for (size_t i = 0; job->spec.policy == BSO_POLICY_BSO && i < job->spec.n_batch_sizes; i++)
+        changed = job->stats[i].change_mark > changed ? job->stats[i].change_mark : changed;
+    jb_key(b, "change_detected_at_trial");
+    if (changed > 0)
+        jb_int(b, (int64_t)changed);
+    else
+        jb_null(b);
+    return 0;
+}
+
 static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_job *job,
                       const int64_t counts[3])
 {
@@ -600,6 +643,8 @@ static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_jo
     int rc = encode_profile(b, s, &job->spec);
     if (rc == 0)
         rc = encode_power(b, s, &job->spec);
+    if (rc == 0)
+        rc = encode_origin(b, s, job);
     jb_end(b);
     return rc;
 }
@@ -761,6 +806,34 @@ static void h_reset_job(struct bso_request *req, struct bso_response *res)
     h_get_job(req, res);
 }
 
+/* POST /jobs/ID/transfer {"from": OLD}: the job starts from OLD's per-size epochs (the same
+ * workload on other hardware); answers the job as GET /jobs/ID. */
+static void h_transfer(struct bso_request *req, struct bso_response *res)
+{
+    if (!json_body_allowed(req, res))
+        return;
+    char from[BSO_JOB_ID_MAX + 1];
+    struct bso_details ds;
+    if (bso_decode_transfer(req->body, req->body_len, from, sizeof from, &ds) < 0) {
+        details(res, &ds);
+        return;
+    }
+    struct bso_session *s = session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    int64_t sizes;
+    const int rc = bso_svc_transfer(s, req->segment, from, &sizes, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        message(res, status_of(rc, 404), msg);
+        return;
+    }
+    log_info("Job %s starts from job %s's epochs at %lld batch sizes", req->segment, from,
+             (long long)sizes);
+    h_get_job(req, res);
+}
+
 /* POST /jobs/ID/profile: a probe's measurements; answers the stored profile and the sizes
  * that do not fit. */
 static void h_profile(struct bso_request *req, struct bso_response *res)
@@ -912,6 +985,7 @@ static const struct route routes[] = {
     {"POST", "/jobs/{}/reset", h_reset_job, false, "/jobs/{job_id}/reset"},
     {"POST", "/jobs/{}/profile", h_profile, false, "/jobs/{job_id}/profile"},
     {"POST", "/jobs/{}/power", h_power, false, "/jobs/{job_id}/power"},
+    {"POST", "/jobs/{}/transfer", h_transfer, false, "/jobs/{job_id}/transfer"},
     {"GET", "/jobs/{}", h_get_job, false, "/jobs/{job_id}"},
     {"GET", "/healthz", h_healthz, true, "/healthz"},
     {"GET", "/readyz", h_readyz, true, "/readyz"},

@@ -328,6 +328,75 @@ int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg)
     return finish(s, rc, "delete", msg);
 }
 
+/* Loads the job to transfer from, checking that it can be. */
+static int load_source(struct bso_session *s, const char *from, struct bso_job *job, char *msg)
+{
+    int rc = bso_session_load_job(s, from, 0, job);
+    if (rc == BSO_ENOTFOUND)
+        return say(msg, rc, "Unknown job(%s) to transfer from.", from);
+    if (rc < 0)
+        return db_error(s, rc, "transfer", msg);
+    if (job->spec.policy != BSO_POLICY_BSO) {
+        bso_job_clear(job);
+        return say(msg, BSO_EINVAL,
+                   "Job %s runs the zeus policy, which keeps no per-size epochs to transfer.",
+                   from);
+    }
+    return 0;
+}
+
+int bso_svc_check_transfer_source(struct bso_session *s, const char *from, char *msg)
+{
+    int rc = bso_session_begin_read(s);
+    if (rc < 0)
+        return db_error(s, rc, "transfer", msg);
+    struct bso_job job;
+    rc = load_source(s, from, &job, msg);
+    if (rc == 0)
+        bso_job_clear(&job);
+    bso_session_rollback(s);
+    return rc;
+}
+
+int bso_svc_transfer(struct bso_session *s, const char *to, const char *from, int64_t *sizes,
+                     char *msg)
+{
+    *sizes = 0;
+    if (strcmp(to, from) == 0)
+        return say(msg, BSO_EINVAL, "A job cannot be transferred from itself (%s).", to);
+    int rc = bso_session_begin_write(s, to);
+    if (rc < 0)
+        return db_error(s, rc, "transfer", msg);
+    struct bso_job job, source;
+    rc = bso_session_load_job(s, to, 0, &job);
+    if (rc == BSO_ENOTFOUND)
+        return finish(s, say(msg, rc, "Unknown job(%s).", to), "transfer", msg);
+    if (rc < 0)
+        return finish(s, db_error(s, rc, "transfer", msg), "transfer", msg);
+    if (job.spec.policy != BSO_POLICY_BSO) {
+        bso_job_clear(&job);
+        return finish(s,
+                      say(msg, BSO_EINVAL,
+                          "Job %s runs the zeus policy, which cannot use transferred epochs.", to),
+                      "transfer", msg);
+    }
+    if ((rc = load_source(s, from, &source, msg)) < 0) {
+        bso_job_clear(&job);
+        return finish(s, rc, "transfer", msg);
+    }
+    *sizes = (int64_t)bso_policy_transfer(&job, &source);
+    struct bso_job_origin o = {.sizes = *sizes};
+    snprintf(o.from_job, sizeof o.from_job, "%s", from);
+    rc = bso_session_save(s, &job, BSO_CHANGED_ALL_STATS, NULL, false, 0);
+    if (rc == 0)
+        rc = bso_session_save_origin(s, to, &o);
+    if (rc < 0)
+        rc = db_error(s, rc, "transfer", msg);
+    bso_job_clear(&source);
+    bso_job_clear(&job);
+    return finish(s, rc, "transfer", msg);
+}
+
 int bso_svc_reset(struct bso_session *s, const char *job_id, char *msg)
 {
     int rc = bso_session_begin_write(s, job_id);

@@ -69,6 +69,16 @@ int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_
 int bso_svc_power(struct bso_session *s, const char *job_id, struct bso_power_profile *p,
                   struct bso_job_spec *spec_out, char *msg);
 
+/* Starts job `to` from the per-size epochs job `from` learnt (bso_policy_transfer): the same
+ * workload on other hardware. Records where it came from. *sizes gets how many sizes got a
+ * prior. BSO_ENOTFOUND when either job is unknown (to this tenant), BSO_EINVAL when they are
+ * the same job or either does not run the bso policy; msg says which. */
+int bso_svc_transfer(struct bso_session *s, const char *to, const char *from, int64_t *sizes,
+                     char *msg);
+/* Whether job `from` can be transferred from (it exists for this tenant and runs the bso
+ * policy): 0, or an error with msg, as bso_svc_transfer. */
+int bso_svc_check_transfer_source(struct bso_session *s, const char *from, char *msg);
+
 /* Deletes a job with its trials and arms. */
 int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg);
 

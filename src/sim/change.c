@@ -57,8 +57,20 @@ static int parse_one(char *s, struct sim_change *c, char *err, size_t errcap)
         c->kind = SIM_CHANGE_EPOCHS;
     } else if (strcmp(kind, "time") == 0) {
         c->kind = SIM_CHANGE_TIME;
+    } else if (strcmp(kind, "gpu") == 0) {
+        c->kind = SIM_CHANGE_GPU;
+        const char *name = eq + 1;
+        if (!*name || strlen(name) >= sizeof c->gpu || strchr(name, '@') ||
+            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") !=
+                strlen(name)) {
+            snprintf(err, errcap, "--change: gpu='%s' must name a GPU of the traces (e.g. a40)",
+                     name);
+            return -1;
+        }
+        snprintf(c->gpu, sizeof c->gpu, "%s", name);
+        return 0;
     } else {
-        snprintf(err, errcap, "--change: unknown kind '%s' (epochs or time)", kind);
+        snprintf(err, errcap, "--change: unknown kind '%s' (epochs, time or gpu)", kind);
         return -1;
     }
     char *at = strchr(eq + 1, '@');
@@ -136,13 +148,29 @@ static bool selected(const struct sim_change *c, const struct sim_job *job, size
     }
 }
 
-void sim_change_apply(const struct sim_changes *c, int64_t r, double eta, bool jit,
-                      struct sim_job *job)
+bool sim_change_moves(const struct sim_changes *c, int64_t r)
 {
+    for (size_t i = 0; i < c->n; i++)
+        if (c->items[i].recurrence == r && c->items[i].kind == SIM_CHANGE_GPU)
+            return true;
+    return false;
+}
+
+int sim_change_apply(const struct sim_changes *c, int64_t r, double eta, bool jit,
+                     const char *traces_dir, struct sim_job *job, char *err, size_t errcap)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        const struct sim_change *ch = &c->items[i];
+        if (ch->recurrence != r || ch->kind != SIM_CHANGE_GPU)
+            continue;
+        const struct sim_workload w = job->w;
+        if (sim_load(traces_dir, ch->gpu, &w, job, err, errcap) < 0)
+            return -1;
+    }
     const size_t opt = sim_optimum(job, eta, jit);
     for (size_t i = 0; i < c->n; i++) {
         const struct sim_change *ch = &c->items[i];
-        if (ch->recurrence != r)
+        if (ch->recurrence != r || ch->kind == SIM_CHANGE_GPU)
             continue;
         for (size_t b = 0; b < job->n_bs; b++) {
             if (!selected(ch, job, b, opt))
@@ -161,4 +189,5 @@ void sim_change_apply(const struct sim_changes *c, int64_t r, double eta, bool j
                 }
         }
     }
+    return 0;
 }

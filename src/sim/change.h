@@ -8,6 +8,9 @@
  *   R:epochs=F[@SIZES]   from recurrence R, epochs-to-target times F (rounded up; a path
  *                        pushed past max_epochs no longer reaches)
  *   R:time=F[@SIZES]     from recurrence R, seconds per epoch times F (energy follows)
+ *   R:gpu=NAME           from recurrence R, the job runs on another GPU (its power trace):
+ *                        a new job as a Zeus client registers it, started afresh or from the
+ *                        old job's epochs (bso-sim --move)
  *
  * SIZES picks batch sizes relative to the optimum of the phase before the change (`opt`, the
  * size of least expected cost): <opt, <=opt, opt, >=opt, >opt; or a range A-B of batch sizes;
@@ -24,7 +27,7 @@
 
 #define SIM_MAX_CHANGES 16
 
-enum sim_change_kind { SIM_CHANGE_EPOCHS, SIM_CHANGE_TIME };
+enum sim_change_kind { SIM_CHANGE_EPOCHS, SIM_CHANGE_TIME, SIM_CHANGE_GPU };
 
 /* Which sizes a change touches. */
 enum sim_change_sizes {
@@ -43,6 +46,7 @@ struct sim_change {
     double factor;
     int sizes; /* enum sim_change_sizes */
     int64_t lo, hi;
+    char gpu[32]; /* SIM_CHANGE_GPU */
 };
 
 struct sim_changes {
@@ -59,8 +63,11 @@ int sim_change_parse(const char *text, struct sim_changes *out, char *err, size_
 size_t sim_change_points(const struct sim_changes *c, int64_t *points);
 
 /* Applies the changes starting at recurrence r to *job, in place; the optimum they are relative
- * to is job's before them. */
-void sim_change_apply(const struct sim_changes *c, int64_t r, double eta, bool jit,
-                      struct sim_job *job);
+ * to is job's before them. A move to another GPU loads the workload's trace for it from
+ * traces_dir first. 0, or -1 with a reason in err. */
+int sim_change_apply(const struct sim_changes *c, int64_t r, double eta, bool jit,
+                     const char *traces_dir, struct sim_job *job, char *err, size_t errcap);
+/* Whether a change at recurrence r moves the job to another GPU. */
+bool sim_change_moves(const struct sim_changes *c, int64_t r);
 
 #endif

@@ -46,10 +46,11 @@ static int make_spec(const struct sim_job *job, const struct sim_options *opt,
 
 /* ---- in-process ---- */
 
+/* Both drivers' contexts begin with the driver's error buffer (sim_driver_rebind). */
 struct local {
+    char *err;
     struct bso_job job;
     struct bso_trial trial; /* the run in flight (the replay runs one at a time) */
-    char *err;
 };
 
 static int local_predict(void *ctx, int64_t *bs, int64_t *trial)
@@ -82,6 +83,14 @@ static int local_report(void *ctx, int64_t bs, int64_t trial, double time, doubl
     }
     *stop = d.stop_train;
     *converged = d.converged;
+    return 0;
+}
+
+static int local_transfer(void *ctx, void *from_ctx)
+{
+    struct local *l = ctx;
+    const struct local *from = from_ctx;
+    bso_policy_transfer(&l->job, &from->job);
     return 0;
 }
 
@@ -130,10 +139,10 @@ static void local_close(void *ctx)
 /* ---- over HTTP ---- */
 
 struct remote {
+    char *err;
     bso_client *c;
     bool keep; /* leave the job on the server */
     char job_id[BSO_CLIENT_ID_MAX];
-    char *err;
 };
 
 static int remote_predict(void *ctx, int64_t *bs, int64_t *trial)
@@ -223,6 +232,20 @@ static int remote_end_trial(void *ctx, int64_t bs, int64_t trial)
     return 0;
 }
 
+static int remote_transfer(void *ctx, void *from_ctx)
+{
+    struct remote *r = ctx;
+    const struct remote *from = from_ctx;
+    char path[BSO_CLIENT_ID_MAX + 32], body[BSO_CLIENT_ID_MAX + 32];
+    snprintf(path, sizeof path, "/jobs/%s/transfer", r->job_id);
+    snprintf(body, sizeof body, "{\"from\":\"%s\"}", from->job_id);
+    if (bso_client_post(r->c, path, body) < 0) {
+        snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
+        return -1;
+    }
+    return 0;
+}
+
 static void remote_close(void *ctx)
 {
     struct remote *r = ctx;
@@ -254,6 +277,12 @@ static void spec_json(const struct bso_job_spec *s, const char *job_id, char *bu
              s->max_power, s->gpu_model, bso_policy_name(s->policy));
 }
 
+int sim_driver_rebind(struct sim_driver *drv)
+{
+    *(char **)drv->ctx = drv->err;
+    return 0;
+}
+
 int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
                     const struct sim_options *opt)
 {
@@ -270,14 +299,14 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
             return -1;
         }
         l->err = drv->err;
-        *drv = (struct sim_driver){l,
-                                   local_predict,
-                                   local_report,
-                                   local_profile,
-                                   local_end_trial,
-                                   local_power,
-                                   local_close,
-                                   ""};
+        *drv = (struct sim_driver){.ctx = l,
+                                   .predict = local_predict,
+                                   .report = local_report,
+                                   .profile = local_profile,
+                                   .end_trial = local_end_trial,
+                                   .transfer = local_transfer,
+                                   .power = local_power,
+                                   .close = local_close};
         l->err = drv->err;
         return 0;
     }
@@ -300,14 +329,14 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
         free(r);
         return -1;
     }
-    *drv = (struct sim_driver){r,
-                               remote_predict,
-                               remote_report,
-                               remote_profile,
-                               remote_end_trial,
-                               remote_power,
-                               remote_close,
-                               ""};
+    *drv = (struct sim_driver){.ctx = r,
+                               .predict = remote_predict,
+                               .report = remote_report,
+                               .profile = remote_profile,
+                               .end_trial = remote_end_trial,
+                               .transfer = remote_transfer,
+                               .power = remote_power,
+                               .close = remote_close};
     r->err = drv->err;
     r->keep = opt->keep_jobs;
     return 0;

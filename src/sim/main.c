@@ -25,6 +25,7 @@ static int usage(FILE *f)
             "               [--recurrences N] [--seeds A-B] [--eta 0.5] [--beta 2|none]\n"
             "               [--out DIR] [--server URL] [--decisions FILE|-]\n"
             "               [--change R:KIND=F[@SIZES][;...]]... [--launches K]\n"
+            "               [--move fresh,transfer]\n"
             "\n"
             "Replays recurring training jobs from traces (shared/traces format) and reports the\n"
             "cumulative cost against the oracle and against the default batch size. Traces come\n"
@@ -48,7 +49,10 @@ static int usage(FILE *f)
             "'20:epochs=1.6@<=opt' --change 40:time=1.5. Then a table per phase says the cost\n"
             "against that phase's oracle, the recurrences whose first --launches K runs (default\n"
             "5) trained no model, runs stopped per recurrence, and the lag until sizes within 5%%\n"
-            "of the phase's oracle trained 3 recurrences in a row (also changes.csv).\n");
+            "of the phase's oracle trained 3 recurrences in a row (also changes.csv).\n"
+            "R:gpu=NAME moves the job to another GPU's trace from recurrence R: a new job, as a\n"
+            "Zeus client registers one, which --move fresh starts from nothing and --move\n"
+            "transfer from the old job's epochs (POST /jobs/ID/transfer); default: both.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -81,6 +85,7 @@ int main(int argc, char **argv)
     const char *gpus = NULL, *workload = "all", *workloads_file = NULL;
     const char *out_dir = "sim-out";
     const char *policies = "zeus", *powers = "max", *profiles = "none", *decisions = NULL;
+    const char *moves = "fresh,transfer";
     plan.opt.eta = 0.5;
     plan.opt.beta = 2.0;
     plan.opt.recurrences = 50;
@@ -162,6 +167,8 @@ int main(int argc, char **argv)
             char why[256];
             if (sim_change_parse(v, &changes, why, sizeof why) < 0)
                 return fail("%s", why), 2;
+        } else if (strcmp(a, "--move") == 0) {
+            moves = v;
         } else if (strcmp(a, "--launches") == 0) {
             if (!parse_num(v, &d) || d < 1 || d > 1000 || d != floor(d))
                 return fail("--launches must be a whole number from 1 to 1000"), 2;
@@ -177,6 +184,10 @@ int main(int argc, char **argv)
     /* Every (policy, power, profile) combination asked for, e.g. --policy zeus,bso --power
      * max,jit --profile none,probe. */
     char list_p[64], list_w[64], list_f[64];
+    /* A move to another GPU is replayed both ways (--move), other changes once. */
+    bool any_move = false;
+    for (size_t i = 0; i < changes.n; i++)
+        any_move |= changes.items[i].kind == SIM_CHANGE_GPU;
     snprintf(list_p, sizeof list_p, "%s", policies);
     char *sp = NULL, *sw = NULL, *sf = NULL;
     bool any_profile = false;
@@ -192,11 +203,22 @@ int main(int argc, char **argv)
             for (char *pf = strtok_r(list_f, ",", &sf); pf; pf = strtok_r(NULL, ",", &sf)) {
                 if (strcmp(pf, "none") && strcmp(pf, "probe"))
                     return fail("--profile takes none and probe, not '%s'", pf), 2;
-                if (plan.n_arms == SIM_MAX_ARMS)
-                    return fail("at most %d policy x power x profile combinations", SIM_MAX_ARMS),
-                           2;
-                plan.arms[plan.n_arms++] = (struct sim_arm){
-                    .policy = id, .jit = strcmp(pw, "jit") == 0, .profile = !strcmp(pf, "probe")};
+                char list_m[64];
+                snprintf(list_m, sizeof list_m, "%s", any_move ? moves : "-");
+                char *sm = NULL;
+                for (char *mv = strtok_r(list_m, ",", &sm); mv; mv = strtok_r(NULL, ",", &sm)) {
+                    const int move = !strcmp(mv, "fresh") ? 1 : !strcmp(mv, "transfer") ? 2 : 0;
+                    if (any_move && move == 0)
+                        return fail("--move takes fresh and transfer, not '%s'", mv), 2;
+                    if (plan.n_arms == SIM_MAX_ARMS)
+                        return fail("at most %d policy x power x profile x move combinations",
+                                    SIM_MAX_ARMS),
+                               2;
+                    plan.arms[plan.n_arms++] = (struct sim_arm){.policy = id,
+                                                                .jit = strcmp(pw, "jit") == 0,
+                                                                .profile = !strcmp(pf, "probe"),
+                                                                .move = move};
+                }
                 any_profile |= strcmp(pf, "probe") == 0;
             }
         }
@@ -229,6 +251,7 @@ int main(int argc, char **argv)
 
     if (mkdir(out_dir, 0777) < 0 && errno != EEXIST)
         return fail("cannot create %s: %s", out_dir, strerror(errno));
+    plan.opt.traces = traces;
     plan.seed_first = seed_a;
     plan.seed_last = seed_b;
     char gpu_list[256];

@@ -32,6 +32,7 @@ int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
             opt.policy = plan->arms[a].policy;
             opt.jit = plan->arms[a].jit;
             opt.profile = plan->arms[a].profile;
+            opt.transfer = plan->arms[a].move == 2;
             sim_reference_costs(&plan->jobs[j], opt.eta, opt.jit, &cell->oracle, &cell->base);
             cell->curve = calloc((size_t)n, sizeof(double));
             if (!cell->curve) {
@@ -85,8 +86,9 @@ static double vs_base(const struct sim_plan *p, const struct sim_cell *c)
 static const char *arm_name(const struct sim_plan *p, size_t a, char *buf, size_t cap)
 {
     const struct sim_arm *arm = &p->arms[a];
-    snprintf(buf, cap, "%s/%s%s", bso_policy_name(arm->policy), arm->jit ? "jit" : "max",
-             arm->profile ? "+probe" : "");
+    static const char *const moves[] = {"", "+fresh", "+transfer"};
+    snprintf(buf, cap, "%s/%s%s%s", bso_policy_name(arm->policy), arm->jit ? "jit" : "max",
+             arm->profile ? "+probe" : "", moves[arm->move]);
     return buf;
 }
 
@@ -270,18 +272,21 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
         if (!ch)
             return -1;
         fprintf(ch, "workload,gpu,policy,power,phase,first_recurrence,recurrences,oracle_cost,"
-                    "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile\n");
+                    "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile,"
+                    "move\n");
         for (size_t a = 0; a < p->n_arms; a++)
             for (size_t j = 0; j < p->n_jobs; j++) {
                 const struct sim_cell *c = &p->cells[j][a];
                 const struct sim_arm *arm = &p->arms[a];
                 for (size_t k = 0; k < c->n_phases; k++) {
                     const struct sim_phase_cell *ph = &c->phase[k];
-                    fprintf(ch, "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s\n",
+                    static const char *const moves[] = {"", "fresh", "transfer"};
+                    fprintf(ch, "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s\n",
                             p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
                             arm->jit ? "jit" : "max", k, (long long)ph->first + 1, (long long)ph->n,
                             ph->oracle, ph->ratio, (long long)ph->no_model, ph->stopped, ph->lag,
-                            (long long)ph->never, arm->profile ? "probe" : "none");
+                            (long long)ph->never, arm->profile ? "probe" : "none",
+                            moves[arm->move]);
                 }
             }
         fclose(ch);

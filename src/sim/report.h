@@ -14,6 +14,7 @@ struct sim_arm {
     int policy;   /* enum bso_policy */
     bool jit;     /* --power jit, else max */
     bool profile; /* --profile probe, else none */
+    int move;     /* --move: 0 none given, 1 fresh, 2 transfer */
 };
 
 /* One phase of one job under one (policy, power), over all seeds. */

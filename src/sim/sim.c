@@ -229,9 +229,9 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
 
 /* The job of each phase: phase 0 is the job as loaded, each later one the one before with the
  * changes of its starting recurrence applied. Fills res's phase boundaries and oracles. NULL
- * when out of memory (the caller frees the array). */
+ * with err set when out of memory or a GPU's trace is missing (the caller frees the array). */
 static struct sim_job *phase_jobs(const struct sim_job *job, const struct sim_options *opt,
-                                  struct sim_result *res)
+                                  struct sim_result *res, char *err, size_t errcap)
 {
     int64_t points[SIM_MAX_CHANGES];
     size_t n_points = opt->changes ? sim_change_points(opt->changes, points) : 0;
@@ -245,7 +245,11 @@ static struct sim_job *phase_jobs(const struct sim_job *job, const struct sim_op
     for (size_t k = 0; k <= n_points; k++) {
         if (k > 0) {
             jobs[k] = jobs[k - 1];
-            sim_change_apply(opt->changes, points[k - 1], opt->eta, opt->jit, &jobs[k]);
+            if (sim_change_apply(opt->changes, points[k - 1], opt->eta, opt->jit, opt->traces,
+                                 &jobs[k], err, errcap) < 0) {
+                free(jobs);
+                return NULL;
+            }
         }
         struct sim_phase_result *ph = &res->phase[k];
         ph->first = k == 0 ? 0 : points[k - 1] - 1;
@@ -254,6 +258,27 @@ static struct sim_job *phase_jobs(const struct sim_job *job, const struct sim_op
         sim_reference_costs(&jobs[k], opt->eta, opt->jit, &ph->oracle, &base);
     }
     return jobs;
+}
+
+/* The job moved to another GPU: as a Zeus client does, it registers a new job (the GPU is part
+ * of the spec), which starts afresh or, with --move transfer, from the old job's epochs. */
+static int move(const struct sim_job *to, const struct sim_options *opt, struct sim_driver *drv,
+                char *err, size_t errcap)
+{
+    struct sim_driver next;
+    if (sim_driver_open(&next, to, opt) < 0) {
+        snprintf(err, errcap, "%s", next.err);
+        return -1;
+    }
+    if (opt->transfer && next.transfer(next.ctx, drv->ctx) < 0) {
+        snprintf(err, errcap, "%s", next.err);
+        next.close(next.ctx);
+        return -1;
+    }
+    drv->close(drv->ctx);
+    *drv = next;
+    /* Its error buffer moved with it. */
+    return sim_driver_rebind(drv);
 }
 
 /* How long after its start the phase's recurrences trained with a near-optimal size
@@ -282,10 +307,10 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
     memset(res, 0, sizeof(*res));
     res->cost = calloc((size_t)opt->recurrences, sizeof(double));
     size_t *trained = calloc((size_t)opt->recurrences, sizeof *trained);
-    struct sim_job *jobs = res->cost && trained ? phase_jobs(job, opt, res) : NULL;
+    snprintf(err, errcap, "out of memory");
+    struct sim_job *jobs = res->cost && trained ? phase_jobs(job, opt, res, err, errcap) : NULL;
     if (!jobs) {
         free(trained);
-        snprintf(err, errcap, "out of memory");
         return -1;
     }
     struct sim_driver drv;
@@ -314,8 +339,16 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
     const int64_t launches = opt->launches > 0 ? opt->launches : 5;
     size_t k = 0; /* the phase */
     for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
-        while (k + 1 < res->n_phases && r >= res->phase[k + 1].first)
+        while (k + 1 < res->n_phases && r >= res->phase[k + 1].first) {
             k++;
+            if (strcmp(jobs[k].gpu, jobs[k - 1].gpu) != 0 &&
+                (rc = move(&jobs[k], opt, &drv, err, errcap)) < 0)
+                break;
+            if (strcmp(jobs[k].gpu, jobs[k - 1].gpu) != 0)
+                memset(&st, 0, sizeof st); /* the new GPU's sizes: their runs counted afresh */
+        }
+        if (rc < 0)
+            break;
         struct sim_phase_result *ph = &res->phase[k];
         bool reached = false;
         int attempts = 0;

@@ -28,6 +28,9 @@ struct sim_driver {
     int (*profile)(void *ctx, const struct sim_profile_entry *e, size_t n);
     /* Ends a run that will not report (it ran out of memory). */
     int (*end_trial)(void *ctx, int64_t bs, int64_t trial);
+    /* Starts this driver's (new) job from what `from`'s job learnt (bso_policy_transfer, or
+     * POST /jobs/ID/transfer). */
+    int (*transfer)(void *ctx, void *from_ctx);
     /* Hands over a --power jit profile of batch size bs (what a client posts after profiling
      * the limits in the first epoch): points[chosen] is the limit kept. */
     int (*power)(void *ctx, int64_t bs, const struct bso_power_point *points, size_t n,
@@ -50,6 +53,9 @@ struct sim_options {
     const char *server;                /* NULL: in-process */
     FILE *trace;                       /* when set, one line per run: decisions.csv */
     const struct sim_changes *changes; /* --change: NULL or none for a job that never changes */
+    const char *traces;                /* where a move to another GPU finds that GPU's trace */
+    bool
+        transfer; /* --move transfer: a job moved to another GPU starts from the old one's epochs */
     int64_t launches; /* a recurrence whose first this-many runs all failed had no model in time */
 };
 
@@ -87,6 +93,9 @@ void sim_seed_stream(bso_rng *rng, const struct sim_job *job, int64_t seed, int6
 /* Opens the driver for one seeded job on `job`. 0, or -1 with drv->err set. */
 int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
                     const struct sim_options *opt);
+
+/* Points the driver's context at drv->err again, after *drv was copied. 0. */
+int sim_driver_rebind(struct sim_driver *drv);
 
 /* Replays opt->recurrences recurrences. 0, or -1 with err. */
 int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim_result *res,

@@ -163,7 +163,7 @@ void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
     b->profile_joules_per_sample = r->f64(r->ctx, 6 + BSO_STAT_SUMS);
     double *change[BSO_STAT_CHANGE] = {&b->drift_up,        &b->drift_down,  &b->success_mark,
                                        &b->fail_mark,       &b->change_mark, &b->total_runs,
-                                       &b->total_successes, &b->drift_fail};
+                                       &b->total_successes, &b->drift_fail,  &b->prior_epochs};
     for (int k = 0; k < BSO_STAT_CHANGE; k++)
         *change[k] = r->f64(r->ctx, 7 + BSO_STAT_SUMS + k);
 }
@@ -172,7 +172,7 @@ void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHA
 {
     const double v[BSO_STAT_CHANGE] = {b->drift_up,        b->drift_down,  b->success_mark,
                                        b->fail_mark,       b->change_mark, b->total_runs,
-                                       b->total_successes, b->drift_fail};
+                                       b->total_successes, b->drift_fail,  b->prior_epochs};
     memcpy(out, v, sizeof v);
 }
 
@@ -304,4 +304,12 @@ void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *ou
     snprintf(out->start_timestamp, sizeof out->start_timestamp, "%s", r->text(r->ctx, 7));
     snprintf(out->end_timestamp, sizeof out->end_timestamp, "%s", r->text(r->ctx, 8));
     snprintf(out->trial.energy_source, sizeof out->trial.energy_source, "%s", r->text(r->ctx, 9));
+}
+
+void bso_column_read_origin(const struct bso_row *r, struct bso_job_origin *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->from_job, sizeof out->from_job, "%s", r->text(r->ctx, 0));
+    out->sizes = r->i64(r->ctx, 1);
+    snprintf(out->at, sizeof out->at, "%s", r->text(r->ctx, 2));
 }

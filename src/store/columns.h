@@ -50,8 +50,8 @@ int bso_column_read_job(const struct bso_row *r, struct bso_job *job);
 /* trial_number, batch_size, type, status, time, energy, converged. */
 void bso_column_read_trial(const struct bso_row *r, struct bso_trial *t);
 /* batch_size, status, runs, successes, the nine sums, crashes, the profile's two measurements
- * and the change detector's fields and the plain counts, into the job's statistics of that size (a size the
- * job does not have is skipped). */
+ * and the change detector's fields and the plain counts, into the job's statistics of that size (a
+ * size the job does not have is skipped). */
 void bso_column_read_stat(const struct bso_row *r, struct bso_job *job);
 /* batch_size, param_mean, param_precision, reward_precision, num_observations, n_results,
  * recent: into an uninitialised arm. 0, BSO_EPARSE or BSO_ENOMEM. */
@@ -72,6 +72,8 @@ int bso_column_format_power_points(const struct bso_power_point *p, size_t n, ch
 /* batch_size, power_limit, measurements, device, measured_at. 0, or BSO_EPARSE for corrupt
  * measurements. */
 int bso_column_read_power(const struct bso_row *r, struct bso_power_profile *out);
+/* from_job, sizes, transferred_at. */
+void bso_column_read_origin(const struct bso_row *r, struct bso_job_origin *out);
 /* job_id, trial_number, batch_size, start_timestamp. */
 void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out);
 /* id, tenant, admin, hint, created_at, revoked_at. */
@@ -83,9 +85,9 @@ void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *ou
 #define BSO_STAT_SUMS 9
 void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS]);
 /* The change detector's fields and the plain counts (drift_up, drift_down, success_mark,
- * fail_mark, change_mark, total_runs, total_successes, drift_fail), the last columns of a
- * statistics row, in order. */
-#define BSO_STAT_CHANGE 8
+ * fail_mark, change_mark, total_runs, total_successes, drift_fail, prior_epochs), the last
+ * columns of a statistics row, in order. */
+#define BSO_STAT_CHANGE 9
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE]);
 
 #endif

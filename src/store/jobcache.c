@@ -120,7 +120,7 @@ static void store_stat(struct bso_bs_stat *dst, const struct bso_bs_stat *src)
                    &dst->first_epoch_cost, &dst->warm_first_sum, &dst->warm_steady_sum,
                    &dst->drift_up,         &dst->drift_down,     &dst->success_mark,
                    &dst->fail_mark,        &dst->change_mark,    &dst->total_runs,
-                   &dst->total_successes,  &dst->drift_fail};
+                   &dst->total_successes,  &dst->drift_fail,     &dst->prior_epochs};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         *f[i] = stored(*f[i]);
 }

@@ -155,6 +155,13 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN total_runs REAL NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN total_successes REAL NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN drift_fail REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN prior_epochs REAL NOT NULL DEFAULT 0;\n"
+    "CREATE TABLE job_origin (\n"
+    "  job_id TEXT PRIMARY KEY REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  from_job TEXT NOT NULL,                 -- the job it learnt from (bso transfer)\n"
+    "  sizes INTEGER NOT NULL,                 -- how many batch sizes got a prior\n"
+    "  transferred_at TEXT NOT NULL\n"
+    ");\n"
     "UPDATE bs_stat SET total_runs = runs, total_successes = successes;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
@@ -188,6 +195,8 @@ enum stmt_id {
     ST_SAVE_UNFIT,
     ST_SAVE_POWER,
     ST_POWER_LIMIT,
+    ST_SAVE_ORIGIN,
+    ST_LOAD_ORIGIN,
     ST_MARK_POWER,
     ST_LIST_POWER,
     ST_WAITING_TRIALS,
@@ -265,16 +274,16 @@ static const char *const stmt_sql[ST_COUNT] = {
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
         " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
-        " drift_fail"
+        " drift_fail, prior_epochs"
         " FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
-        " total_runs, total_successes, drift_fail)"
+        " total_runs, total_successes, drift_fail, prior_epochs)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
-        " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+        " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
@@ -289,6 +298,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_MARK_POWER] = "UPDATE job SET power_profiled = 1 WHERE job_id = ?1",
     [ST_POWER_LIMIT] =
         "SELECT power_limit FROM power_profile WHERE job_id = ?1 AND batch_size = ?2",
+    [ST_SAVE_ORIGIN] = "INSERT OR REPLACE INTO job_origin (job_id, from_job, sizes, transferred_at)"
+                       " VALUES (?1, ?2, ?3, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    [ST_LOAD_ORIGIN] = "SELECT from_job, sizes, transferred_at FROM job_origin WHERE job_id = ?1",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
                       " FROM power_profile WHERE job_id = ?1 ORDER BY batch_size",
     [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
@@ -1424,6 +1436,34 @@ static int be_power_limit(struct bso_session *s, const char *job_id, int64_t bat
     return rc == SQLITE_DONE ? BSO_ENOTFOUND : db_fail(s, "power limit");
 }
 
+static int be_save_origin(struct bso_session *s, const char *job_id, const struct bso_job_origin *o)
+{
+    sqlite3_stmt *st = stmt(s, ST_SAVE_ORIGIN);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    bind_text(st, 2, o->from_job);
+    sqlite3_bind_int64(st, 3, o->sizes);
+    return step_done(s, st, "save origin");
+}
+
+static int be_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o)
+{
+    sqlite3_stmt *st = stmt(s, ST_LOAD_ORIGIN);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const struct bso_row r = row(st);
+        bso_column_read_origin(&r, o);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    return rc == SQLITE_DONE ? BSO_ENOTFOUND : db_fail(s, "load origin");
+}
+
 static int be_list_power(struct bso_session *s, const char *job_id,
                          int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx)
 {
@@ -1590,6 +1630,8 @@ const struct bso_store_ops bso_sqlite_ops = {
     .list_profile = be_list_profile,
     .save_power = be_save_power,
     .power_limit = be_power_limit,
+    .save_origin = be_save_origin,
+    .load_origin = be_load_origin,
     .list_power = be_list_power,
     .save_unfit = be_save_unfit,
     .waiting_trials = be_waiting_trials,

@@ -591,6 +591,18 @@ int bso_session_power_limit(struct bso_session *s, const char *job_id, int64_t b
     return rc < 0 ? rc : s->ops->power_limit(s, job_id, batch_size, limit_w);
 }
 
+int bso_session_save_origin(struct bso_session *s, const char *job_id,
+                            const struct bso_job_origin *o)
+{
+    return s->ops->save_origin(s, job_id, o);
+}
+
+int bso_session_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o)
+{
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->load_origin(s, job_id, o);
+}
+
 int bso_session_list_power(struct bso_session *s, const char *job_id,
                            int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx)
 {

@@ -185,6 +185,18 @@ struct bso_power_profile {
  * marks the job power_profiled. */
 int bso_session_save_power(struct bso_session *s, const char *job_id,
                            const struct bso_power_profile *p);
+/* Where a job learnt from (bso transfer): the job it was transferred from, how many batch
+ * sizes got a prior, and when. */
+struct bso_job_origin {
+    char from_job[BSO_JOB_ID_MAX + 1];
+    int64_t sizes;
+    char at[40];
+};
+/* Records it (a later transfer replaces it); reads it back, BSO_ENOTFOUND when the job was not
+ * transferred. */
+int bso_session_save_origin(struct bso_session *s, const char *job_id,
+                            const struct bso_job_origin *o);
+int bso_session_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o);
 /* The chosen power limit of job_id's batch size; BSO_ENOTFOUND when it has no profile. */
 int bso_session_power_limit(struct bso_session *s, const char *job_id, int64_t batch_size,
                             double *limit_w);

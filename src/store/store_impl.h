@@ -83,6 +83,8 @@ struct bso_store_ops {
     int (*save_power)(struct bso_session *s, const char *job_id, const struct bso_power_profile *p);
     int (*power_limit)(struct bso_session *s, const char *job_id, int64_t batch_size,
                        double *limit_w);
+    int (*save_origin)(struct bso_session *s, const char *job_id, const struct bso_job_origin *o);
+    int (*load_origin)(struct bso_session *s, const char *job_id, struct bso_job_origin *o);
     int (*list_power)(struct bso_session *s, const char *job_id,
                       int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx);
     /* API tokens (store.h), each in a transaction of its own. */
