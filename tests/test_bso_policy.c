@@ -511,6 +511,42 @@ static void test_window_size_bounds_memory(void **state)
     bso_job_clear(&job);
 }
 
+/* A job moved to other hardware starts from the old one's epochs: a prior at each size that
+ * reached there (interpolated in log-log between them), the old relative costs per epoch as a
+ * stand-in profile, its first run where those point, and the prior joining a size's runs as
+ * one run once the size reaches here. */
+static void test_transfer_gives_priors_not_facts(void **state)
+{
+    (void)state;
+    struct bso_job old, moved;
+    start(&old);
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 30; r++)
+        recur(&old, base_epochs, base_per, 10, tried, &launches);
+    start(&moved);
+    const size_t n = bso_policy_transfer(&moved, &old);
+    assert_true(n >= 2);
+    for (size_t i = 0; i < moved.spec.n_batch_sizes; i++) {
+        const struct bso_bs_stat *s = &moved.stats[i];
+        assert_int_equal(s->runs, 0);
+        assert_int_equal(s->successes, 0);
+        assert_true(isnan(bso_bs_cost_per_epoch(s)));
+        if (old.stats[i].successes > 0)
+            assert_true(fabs(s->prior_epochs - (double)base_epochs[i]) < 0.5);
+    }
+    /* The new hardware halves every cost: the first run goes to the old optimum at once. */
+    const double half[] = {150, 90, 50, 35, 30};
+    int64_t got = recur(&moved, base_epochs, half, 10, tried, &launches);
+    assert_int_equal(tried[0], 64);
+    assert_int_equal(got, 64);
+    assert_int_equal(moved.stats[2].successes, 2); /* its run and the prior, as one run */
+    assert_true(moved.stats[2].prior_epochs == 0);
+    assert_true(fabs(bso_bs_cost_per_epoch(&moved.stats[2]) - 50) < 1e-9);
+    bso_job_clear(&moved);
+    bso_job_clear(&old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -532,6 +568,7 @@ int main(void)
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_window_size_bounds_memory),
+        cmocka_unit_test(test_transfer_gives_priors_not_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

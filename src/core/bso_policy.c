@@ -19,6 +19,10 @@
 /* How cost per epoch is assumed to scale with batch size before two sizes are measured:
  * (b_measured / b)^this, halfway between flat and perfect scaling. */
 #define PER_EPOCH_PRIOR_SLOPE 0.5
+/* How far the cost per epoch of one batch size relative to another may move when a job moves
+ * to another GPU (a log-normal spread): the relative costs of the same sizes differ between
+ * GPU generations by tens of percent (memory bandwidth, tensor-core tiling). */
+#define TRANSFER_CV 0.3
 /* Fewest recurrences assumed still to come when weighing a probe against its saving. */
 #define MIN_HORIZON 10.0
 /* How many one-epoch probes a passed-over size gets in all, so the search always ends. */
@@ -200,11 +204,13 @@ static double epochs_bound(const struct bso_job *job, size_t i)
     if ((job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i))
         from_smaller = INFINITY;
     double lb = isinf(from_smaller) || from_larger > from_smaller ? from_larger : from_smaller;
-    /* A transferred prior is a better guess than any bound: optimistic by one run-to-run
-     * spread (PRIOR_CV) below it. */
+    /* A transferred prior is a better guess than any bound, but a size known only from other
+     * hardware is uncertain twice: its epochs by the run-to-run spread (PRIOR_CV), its cost
+     * per epoch here by how far sizes' relative costs move between GPUs (TRANSFER_CV). The
+     * bound is optimistic by one of their joint spread. */
     const double prior = job->stats[i].prior_epochs;
     if (prior > 0 && job->stats[i].successes == 0)
-        lb = prior * exp(-PRIOR_CV);
+        lb = prior * exp(-sqrt(PRIOR_CV * PRIOR_CV + TRANSFER_CV * TRANSFER_CV));
     if (job->stats[i].censored_epochs + 1 > lb && job->stats[i].censored_epochs > 0)
         lb = job->stats[i].censored_epochs + 1;
     return lb;
@@ -900,29 +906,56 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     return all;
 }
 
+/* The old job's epochs at batch size b, from its posterior: at a size that reached there, its
+ * mean; between two such sizes, interpolated in log-log; elsewhere unknown (0). A size stopped
+ * there after e epochs without reaching needs more than e. */
+static double old_epochs(const struct bso_job *from, const double *mean_log, double b)
+{
+    int lo = -1, hi = -1;
+    for (size_t k = 0; k < from->spec.n_batch_sizes; k++) {
+        if (from->stats[k].successes == 0)
+            continue;
+        const double bk = (double)from->spec.batch_sizes[k];
+        if (bk == b)
+            return exp(mean_log[k]);
+        if (bk < b)
+            lo = (int)k;
+        else if (hi < 0)
+            hi = (int)k;
+    }
+    if (lo < 0 || hi < 0)
+        return 0;
+    const double x0 = log2((double)from->spec.batch_sizes[lo]);
+    const double x1 = log2((double)from->spec.batch_sizes[hi]);
+    const double y = mean_log[lo] + (mean_log[hi] - mean_log[lo]) * (log2(b) - x0) / (x1 - x0);
+    const int k = bso_job_spec_index(&from->spec, (int64_t)b);
+    const double censored = k >= 0 ? from->stats[k].censored_epochs : 0;
+    return exp(y) > censored + 1 || censored == 0 ? exp(y) : censored + 1;
+}
+
 size_t bso_policy_transfer(struct bso_job *to, const struct bso_job *from)
 {
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES], cv2;
     posterior(from, mean_log, sd_log, &cv2);
     size_t n = 0;
-    for (size_t k = 0; k < from->spec.n_batch_sizes; k++) {
-        const int i = bso_job_spec_index(&to->spec, from->spec.batch_sizes[k]);
-        if (i < 0)
-            continue;
+    for (size_t i = 0; i < to->spec.n_batch_sizes; i++) {
         struct bso_bs_stat *s = &to->stats[i];
+        const double b = (double)to->spec.batch_sizes[i];
+        const int k = bso_job_spec_index(&from->spec, to->spec.batch_sizes[i]);
         /* How cost per epoch varies between sizes on the old hardware stands in for a device
          * profile until this hardware measures (a real profile replaces it): only ratios
          * between sizes are read from it, so one cost c is written as c J/sample and c samples
          * per max_power joule, whose cost per sample is c whatever eta. */
-        const double c = per_epoch(&from->stats[k]);
+        const double c = k >= 0 ? per_epoch(&from->stats[k]) : NAN;
         if (isfinite(c) && c > 0 && !(s->profile_samples_per_s > 0)) {
             s->profile_joules_per_sample = c;
             s->profile_samples_per_s = to->spec.max_power / c;
         }
-        if (from->stats[k].successes == 0)
-            continue;
-        s->prior_epochs = exp(mean_log[k]);
-        n++;
+        const double e = old_epochs(from, mean_log, b);
+        if (e > 0 && s->successes == 0) {
+            s->prior_epochs = e;
+            n++;
+        }
     }
     return n;
 }

@@ -1,0 +1,157 @@
+"""A job moving to other hardware: "transfer_from" at registration, POST /jobs/ID/transfer and
+`bso transfer OLD NEW` start the new job from the old one's per-size epochs (a prior worth one
+run), never from its costs per epoch or its unfit sizes; clear errors for bad input; where a job
+came from shows in GET /jobs/ID and `bso show`. Runs on SQLite and on PostgreSQL."""
+import os
+import subprocess
+import unittest
+
+from harness import Server
+
+CLI = os.environ.get("BSO_CLI_BIN", "bso")
+
+SIZES = [16, 32, 64, 128, 256]
+EPOCHS = {16: 6, 32: 7, 64: 8, 128: 14, 256: 19}   # epochs to the target: the workload's
+PER_EPOCH = {16: 300, 32: 180, 64: 100, 128: 50, 256: 45}  # seconds an epoch: the hardware's
+
+
+def spec(job_id, gpu, **extra):
+    s = {"job_id": job_id, "job_id_prefix": "tr", "batch_sizes": SIZES,
+         "default_batch_size": 64, "target_metric": 0.9, "max_epochs": 30, "max_power": 300,
+         "number_of_gpus": 1, "gpu_model": gpu, "mab_seed": 5, "policy": "bso"}
+    s.update(extra)
+    return s
+
+
+def recur(srv, job_id, per_epoch, epochs=EPOCHS):
+    """One recurrence: runs are launched until one reaches (energy 0, so cost = 150 x time).
+    Returns the sizes launched."""
+    launched = []
+    for _ in range(10):
+        status, t = srv.predict(job_id)
+        assert status == 200, t
+        bs, n = t["batch_size"], t["trial_number"]
+        launched.append(bs)
+        for e in range(1, 31):
+            reached = e >= epochs[bs]
+            status, a = srv.report(job_id, bs, n, per_epoch[bs] * e, 0.0,
+                                   0.95 if reached else 0.1, e)
+            assert status == 200, a
+            if a["stop_train"]:
+                break
+        if a["converged"]:
+            return launched
+    return launched
+
+
+class Transfer(unittest.TestCase):
+    def learn(self, srv, job_id, recurrences=25):
+        self.assertEqual(srv.register(spec(job_id, "V100"))[0], 201)
+        for _ in range(recurrences):
+            recur(srv, job_id, PER_EPOCH)
+        return srv.request("GET", "/jobs/" + job_id)[1]
+
+    def test_register_with_transfer_from(self):
+        with Server() as srv:
+            old = self.learn(srv, "tr-old")
+            reached = {s["batch_size"]: s for s in old["batch_size_stats"] if s["successes"]}
+            self.assertIn(128, reached)
+            status, body = srv.register(spec("tr-new", "A100", transfer_from="tr-old"))
+            self.assertEqual(status, 201, body)
+            self.assertNotIn("transfer_from", body)  # Zeus's echo of the spec is unchanged
+            new = srv.request("GET", "/jobs/tr-new")[1]
+            self.assertEqual(new["transferred_from"]["job_id"], "tr-old")
+            stats = {s["batch_size"]: s for s in new["batch_size_stats"]}
+            # Epochs come over as a prior: the posterior mean where the old job reached (about
+            # the size's epochs), nothing counted as a run here, no cost per epoch measured.
+            for bs, s in reached.items():
+                self.assertAlmostEqual(stats[bs]["prior_epochs"], EPOCHS[bs], delta=1.0)
+            for s in stats.values():
+                self.assertEqual(s["runs"], 0)
+                self.assertIsNone(s["cost_per_epoch"])
+                self.assertEqual(s["status"], "untried")
+            self.assertEqual(new["transferred_from"]["batch_sizes"],
+                             sum(1 for s in stats.values() if s["prior_epochs"] is not None))
+            # Re-registering (a Zeus client does, every run) changes nothing.
+            self.assertEqual(srv.register(spec("tr-new", "A100", transfer_from="tr-old"))[0], 200)
+            # The new hardware is faster at every size. The first run goes where the old job's
+            # epochs and costs point (128, the optimum), not to the default (64), so it costs
+            # less than a fresh job's first run on that hardware; the job stays there.
+            new_hw = {bs: t * 0.6 for bs, t in PER_EPOCH.items()}
+            first = recur(srv, "tr-new", new_hw)
+            self.assertEqual(first[0], 128)
+            self.assertEqual(srv.register(spec("tr-fresh", "A100"))[0], 201)
+            fresh_first = recur(srv, "tr-fresh", new_hw)
+            self.assertEqual(fresh_first[0], 64)
+            for _ in range(10):
+                last = recur(srv, "tr-new", new_hw)
+                recur(srv, "tr-fresh", new_hw)
+            self.assertEqual(last, [128])
+
+            def first_cost(job_id):
+                trials = srv.request("GET", "/jobs/%s/trials?limit=1" % job_id)[1]["trials"]
+                return trials[0]["cost"]
+            self.assertLess(first_cost("tr-new"), first_cost("tr-fresh"))
+            new = srv.request("GET", "/jobs/tr-new")[1]
+            s128 = next(s for s in new["batch_size_stats"] if s["batch_size"] == 128)
+            self.assertIsNone(s128["prior_epochs"])  # joined the size's runs once it reached
+            self.assertAlmostEqual(s128["cost_per_epoch"], 150 * 30, places=3)
+
+    def test_transfer_endpoint_and_cli(self):
+        with Server() as srv:
+            self.learn(srv, "tr-a", recurrences=15)
+            self.assertEqual(srv.register(spec("tr-b", "A100"))[0], 201)
+            url = "http://127.0.0.1:%d" % srv.port
+            out = subprocess.run([CLI, "--server", url, "transfer", "tr-a", "tr-b"],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("tr-b starts from tr-a's epochs", out.stdout)
+            out = subprocess.run([CLI, "--server", url, "show", "tr-b"], capture_output=True,
+                                 text=True, timeout=60)
+            self.assertIn("transferred from tr-a", out.stdout)
+            status, body = srv.request("POST", "/jobs/tr-b/transfer", {"from": "tr-a"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["transferred_from"]["job_id"], "tr-a")
+
+    def test_bad_input(self):
+        with Server() as srv:
+            self.learn(srv, "tr-src", recurrences=3)
+            zeus = dict(spec("tr-zeus", "V100"), policy="zeus")
+            self.assertEqual(srv.register(zeus)[0], 201)
+            for body, status, says in (
+                    (spec("tr-x", "A100", transfer_from="tr-nope"), 400, "Unknown job(tr-nope)"),
+                    (spec("tr-x", "A100", transfer_from="tr-zeus"), 400, "zeus policy"),
+                    (spec("tr-x", "A100", transfer_from=""), 422, "transfer_from"),
+                    (spec("tr-x", "A100", transfer_from=7), 422, "transfer_from")):
+                got, answer = srv.register(body)
+                self.assertEqual(got, status, answer)
+                self.assertIn(says, str(answer))
+            # Nothing was created by the failed registrations.
+            self.assertEqual(srv.request("GET", "/jobs/tr-x")[0], 404)
+            self.assertEqual(srv.register(spec("tr-y", "A100"))[0], 201)
+            for path, body, status, says in (
+                    ("/jobs/tr-y/transfer", {"from": "tr-y"}, 400, "itself"),
+                    ("/jobs/tr-y/transfer", {"from": "tr-nope"}, 404, "Unknown job(tr-nope)"),
+                    ("/jobs/tr-nope/transfer", {"from": "tr-src"}, 404, "Unknown job(tr-nope)"),
+                    ("/jobs/tr-zeus/transfer", {"from": "tr-src"}, 400, "zeus policy"),
+                    ("/jobs/tr-y/transfer", {}, 422, "from"),
+                    ("/jobs/tr-y/transfer", "[1]", 422, "dict"),
+                    ("/jobs/tr-y/transfer", {"from": "x" * 300}, 422, "from")):
+                got, answer = srv.request("POST", path, body)
+                self.assertEqual(got, status, (path, body, answer))
+                self.assertIn(says, str(answer))
+            out = subprocess.run([CLI, "--server", "http://127.0.0.1:%d" % srv.port, "transfer",
+                                  "tr-nope", "tr-y"], capture_output=True, text=True,
+                                 timeout=60)
+            self.assertNotEqual(out.returncode, 0)
+            self.assertIn("Unknown job(tr-nope)", out.stderr)
+            # Deleting the source leaves the transferred job and its record alone.
+            self.assertEqual(srv.request("POST", "/jobs/tr-y/transfer", {"from": "tr-src"})[0],
+                             200)
+            self.assertEqual(srv.delete("tr-src")[0], 200)
+            got = srv.request("GET", "/jobs/tr-y")[1]
+            self.assertEqual(got["transferred_from"]["job_id"], "tr-src")
+
+
+if __name__ == "__main__":
+    unittest.main()
