@@ -287,6 +287,18 @@ static double judged_epochs(const struct bso_job *job, size_t i)
     return epochs_bound(job, i);
 }
 
+/* The epochs a size passed over after one epoch is judged by when the search weighs probing it
+ * again: the larger of what its go/no-go and the stop rule after it read, since either passed
+ * it over. */
+static double passed_epochs(const struct bso_job *job, size_t i)
+{
+    const double judged = judged_epochs(job, i);
+    if (rechecked(job, i))
+        return judged;
+    const double central = epochs_estimate(job, i);
+    return central > judged ? central : judged;
+}
+
 /* The profile's cost of one sample at size i (the job's cost of its energy and time), or NAN
  * when the profile does not say. */
 static double profile_sample_cost(const struct bso_job *job, size_t i)
@@ -417,7 +429,7 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
         /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
          * per epoch is known, so by the central estimate, as at its go/no-go. */
         const double optimistic = job->stats[c].status == BSO_BS_PASSED
-                                      ? judged_epochs(job, (size_t)c) * per
+                                      ? passed_epochs(job, (size_t)c) * per
                                       : epochs_bound(job, (size_t)c) * per;
         /* Worth a probe only if its possible saving over the recurrences still expected (as
          * many again as so far, at least MIN_HORIZON) repays about one epoch of it: the probe's
