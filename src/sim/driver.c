@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "bso/client.h"
+#include "bso/error.h"
 #include "core/bso_policy.h"
 #include "core/job.h"
 #include "sim/sim.h"
@@ -57,9 +58,10 @@ static int local_predict(void *ctx, int64_t *bs, int64_t *trial)
 {
     struct local *l = ctx;
     unsigned changed;
-    if (bso_job_predict(&l->job, &l->trial, &changed) < 0) {
+    const int rc = bso_job_predict(&l->job, &l->trial, &changed);
+    if (rc < 0) {
         snprintf(l->err, 512, "%s", bso_job_errmsg(&l->job));
-        return -1;
+        return rc == BSO_EPRUNED ? SIM_PRUNED : -1;
     }
     *bs = l->trial.batch_size;
     *trial = l->trial.number;
@@ -150,7 +152,7 @@ static int remote_predict(void *ctx, int64_t *bs, int64_t *trial)
     struct remote *r = ctx;
     if (bso_client_next(r->c, r->job_id, bs, trial) < 0) {
         snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
-        return -1;
+        return bso_client_http_status(r->c) == 409 ? SIM_PRUNED : -1; /* the server's EPRUNED */
     }
     return 0;
 }

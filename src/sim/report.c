@@ -53,6 +53,7 @@ int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
                 for (size_t k = 0; k < res.n_phases; k++)
                     add_phase(&cell->phase[k], &res.phase[k], n_seeds);
                 cell->settle += (double)res.settle / (double)n_seeds;
+                cell->pruned += res.pruned_at > 0;
                 cell->failed += (double)res.failed_runs / (double)n_seeds;
                 for (int64_t r = 0; r < n; r++)
                     cell->curve[r] += res.cost[r] / (double)n_seeds;
@@ -125,9 +126,10 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
         char name[32];
         arm_name(p, a, name, sizeof name);
         double log_after = 0, worst_after = 0;
-        int64_t no_model_after = 0, n_after = 0;
+        int64_t no_model_after = 0, n_after = 0, pruned = 0;
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
+            pruned += c->pruned;
             for (size_t k = 0; k < c->n_phases; k++) {
                 const struct sim_phase_cell *ph = &c->phase[k];
                 char lag[32];
@@ -146,9 +148,12 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
         if (n_after > 0)
             fprintf(f,
                     "%-14s %-6s %-13s after a change: geomean %.4f, worst %.4f, %lld recurrences "
-                    "without a model\n\n",
+                    "without a model%s\n\n",
                     "all", "", name, exp(log_after / (double)n_after), worst_after,
-                    (long long)no_model_after);
+                    (long long)no_model_after,
+                    pruned ? " (the policy gave up jobs for good: their recurrences cost nothing "
+                             "and count above)"
+                           : "");
     }
     fprintf(f,
             "(lag: recurrences until sizes within %.0f%% of the phase's oracle trained %d in a "

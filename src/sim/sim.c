@@ -154,9 +154,10 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
                     bool *reached, char *err, size_t errcap)
 {
     int64_t bs, trial;
-    if (drv->predict(drv->ctx, &bs, &trial) < 0) {
+    const int got = drv->predict(drv->ctx, &bs, &trial);
+    if (got < 0) {
         snprintf(err, errcap, "%s", drv->err);
-        return -1;
+        return got;
     }
     const size_t b = bs_index(job, bs);
     if (b == SIZE_MAX && opt->unfit_sizes && is_unfit(job, bs)) {
@@ -337,7 +338,8 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
             res->cost[0] += bso_cost(energy, time, opt->eta, job->max_power);
     }
     const int64_t launches = opt->launches > 0 ? opt->launches : 5;
-    size_t k = 0; /* the phase */
+    size_t k = 0;      /* the phase */
+    bool dead = false; /* the policy pruned every size */
     for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
         while (k + 1 < res->n_phases && r >= res->phase[k + 1].first) {
             k++;
@@ -359,6 +361,21 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
                 break; /* given up: the recurrence trains no model (counted at `launches`) */
             int64_t bs;
             rc = run_once(&jobs[k], opt, &drv, &st, &c, &bs, &reached, err, errcap);
+            if (rc == SIM_PRUNED) {
+                /* The job is dead: this and every later recurrence trains no model (and, the
+                   client getting no batch size, spends nothing). */
+                res->pruned_at = r + 1;
+                for (size_t p = k; p < res->n_phases; p++) {
+                    const struct sim_phase_result *q = &res->phase[p];
+                    const int64_t now = r + (attempts > launches ? 1 : 0); /* counted */
+                    const int64_t from = now > q->first ? now : q->first;
+                    res->phase[p].no_model += q->first + q->n - from;
+                }
+                err[0] = '\0';
+                rc = 0;
+                dead = true;
+                break;
+            }
             if (rc < 0)
                 break;
             res->cost[r] += c;
@@ -377,6 +394,8 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
         }
         res->cumulative += res->cost[r];
         ph->cost += res->cost[r];
+        if (dead)
+            break;
     }
     for (size_t p = 0; p < res->n_phases && rc == 0; p++)
         res->phase[p].lag = phase_lag(&jobs[p], opt, &res->phase[p], trained);

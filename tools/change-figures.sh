@@ -1,0 +1,64 @@
+#!/bin/bash
+# The change figures of docs/policy.md ("When the job changes", "Moving a job to other
+# hardware"): bso-sim replays every workload on both GPUs under the zeus and bso policies
+# through a fixed grid of changes, and this prints one row per scenario (the phase after the
+# change: geometric mean and worst ratio to that phase's oracle, cells where bso cost more than
+# zeus, recurrences that trained no model in 5 launches), then the stationary figures.
+# Usage: tools/change-figures.sh [BUILD_DIR] [SEEDS]   (default build/release, 1-20)
+set -eu
+build=${1:-build/release}
+seeds=${2:-1-20}
+traces=${BSO_TRACES:-../shared/traces}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+summarize() {
+    python3 - "$1" "$2" <<'PY'
+import csv, math, sys, collections
+rows = [r for r in csv.DictReader(open(sys.argv[2])) if r["phase"] != "0"]
+cells = collections.defaultdict(dict)
+for r in rows:
+    cells[(r["policy"], r["move"])][(r["workload"], r["gpu"], r["phase"])] = r
+def geo(v): return math.exp(sum(math.log(float(r["ratio_vs_oracle"])) for r in v) / len(v))
+keys = sorted(cells)
+zeus = cells.get(("zeus", "transfer" if ("zeus", "transfer") in cells else ""), {})
+for pol, move in keys:
+    if pol != "bso":
+        continue
+    b = cells[(pol, move)]
+    worse = sum(1 for k, r in b.items() if k in zeus and
+                float(r["ratio_vs_oracle"]) > float(zeus[k]["ratio_vs_oracle"]) + 1e-9)
+    worst = max(b.items(), key=lambda kv: float(kv[1]["ratio_vs_oracle"]))
+    name = sys.argv[1] + (" (%s)" % move if move else "")
+    print("| %s | %.4f | %.4f | %.4f (%s/%s) | %d of %d | %d / %d |" % (
+        name, geo(zeus.values()) if zeus else float("nan"), geo(b.values()),
+        float(worst[1]["ratio_vs_oracle"]), worst[0][0], worst[0][1], worse, len(b),
+        sum(int(r["no_model"]) for r in zeus.values()), sum(int(r["no_model"]) for r in b.values())))
+PY
+}
+echo "| change | zeus | bso | bso worst | bso > zeus | no model (zeus / bso) |"
+echo "|---|---|---|---|---|---|"
+for kind in "<=opt" ">=opt" "opt"; do
+    for factor in 1.3 1.6 2.0; do
+        for r in 10 25 40; do
+            c="$r:epochs=$factor@$kind"
+            "$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
+                --recurrences 60 --change "$c" --out "$out" > /dev/null
+            summarize "\`$c\`" "$out/changes.csv"
+        done
+    done
+done
+for c in "25:time=1.5" "25:epochs=1.5"; do
+    "$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
+        --recurrences 60 --change "$c" --out "$out" > /dev/null
+    summarize "\`$c\` (every size)" "$out/changes.csv"
+done
+for pair in "v100 a40" "a40 v100"; do
+    set -- $pair
+    "$build/bso-sim" --traces "$traces" --gpu "$1" --policy zeus,bso --seeds "$seeds" \
+        --recurrences 60 --change "20:gpu=$2" --move fresh,transfer --out "$out" > /dev/null
+    summarize "\`20:gpu=$2\` from $1" "$out/changes.csv"
+done
+echo
+echo "stationary (N 50, geometric mean vs oracle, max / jit):"
+"$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --power max,jit \
+    --recurrences 50 --seeds "$seeds" --out "$out" | grep geomean
