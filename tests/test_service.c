@@ -288,7 +288,8 @@ static void test_upgrade_from_version_1(void **state)
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db,
-                                  "DROP TABLE power_profile; ALTER TABLE job DROP COLUMN "
+                                  "DROP TABLE job_origin; DROP TABLE power_profile; "
+                                  "ALTER TABLE job DROP COLUMN "
                                   "power_profiled; DROP TABLE profile; ALTER TABLE job "
                                   "DROP COLUMN unfit; DROP TABLE api_token; "
                                   "DROP INDEX job_by_tenant; DROP INDEX trial_dispatched; "
