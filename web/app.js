@@ -282,7 +282,17 @@ function jobView(job, trials) {
           el('td', { text: p.device }));
       }))))] : [];
 
-  return [el('h1', { id: 'job-title', text: job.job_id }), cards,
+  // Where the job came from (bso transfer) and when the policy last found that it changed.
+  const origin = [];
+  if (job.transferred_from)
+    origin.push(el('p', { id: 'origin' }, 'Started from the epochs of ',
+      el('a', { href: '#/jobs/' + encodeURIComponent(job.transferred_from.job_id), text: job.transferred_from.job_id }),
+      ` at ${job.transferred_from.batch_sizes} batch sizes (${job.transferred_from.at}); costs per epoch measured here.`));
+  if (job.change_detected_at_trial)
+    origin.push(el('p', { id: 'changed', class: 'muted',
+      text: `The job changed: found after trial ${job.change_detected_at_trial}; what was learnt before weighs as one run per size.` }));
+
+  return [el('h1', { id: 'job-title', text: job.job_id }), ...origin, cards,
           el('div', { class: 'charts' }, costChart, timeline, bsChart, energy, time),
           el('h2', { text: 'Batch sizes' }), table, ...power,
           el('h2', { text: 'Specification' }), el('pre', { id: 'spec', text: JSON.stringify(spec, null, 2) })];

@@ -435,7 +435,7 @@ static int ensure_connection(struct pg_session *s)
 
 /* ---- statements ---- */
 
-#define MAX_PARAMS 25
+#define MAX_PARAMS 32 /* the most a statement binds: a statistics row (26) */
 
 /* Parameters in text form. */
 struct params {

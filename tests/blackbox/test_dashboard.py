@@ -61,14 +61,23 @@ class Dashboard(unittest.TestCase):
                                       "--keep-jobs", "yes", "--out", d],
                                      capture_output=True, text=True, timeout=600, env=env)
                 assert out.returncode == 0, out.stderr
+        # One bso job starts from another's epochs (bso transfer): its page says where from.
+        bso_jobs = sorted(j["job_id"] for j in cls.get("/jobs")["jobs"] if "-bso-" in j["job_id"])
+        req = urllib.request.Request(cls.url + "/jobs/%s/transfer" % bso_jobs[0], method="POST",
+                                     data=json.dumps({"from": bso_jobs[1]}).encode())
+        req.add_header("Authorization", "Bearer " + cls.token)
+        with urllib.request.urlopen(req, timeout=30) as r:
+            assert json.loads(r.read())["transferred_from"]["job_id"] == bso_jobs[1]
         cls.jobs = []
         for j in cls.get("/jobs")["jobs"]:
             job = cls.get("/jobs/" + j["job_id"])
             cls.jobs.append({"job_id": j["job_id"], "trials": j["trials"],
                              "batch_sizes": len(job["spec"]["batch_sizes"]),
                              "default_batch_size": job["spec"]["default_batch_size"],
-                             "power_profiles": len(job["power_profiles"])})
+                             "power_profiles": len(job["power_profiles"]),
+                             "origin": (job["transferred_from"] or {}).get("job_id")})
         assert any(j["power_profiles"] for j in cls.jobs), "no job profiled power limits"
+        assert sum(1 for j in cls.jobs if j["origin"]) == 1
 
     @classmethod
     def tearDownClass(cls):

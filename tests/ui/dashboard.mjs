@@ -64,6 +64,9 @@ try {
     check((await page.$$('#sizes tbody tr')).length === job.batch_sizes, `${job.job_id}: a row per batch size`);
     check((await page.$$('#power tr.chosen')).length === job.power_profiles, `${job.job_id}: ${job.power_profiles} chosen power limits`);
     check(JSON.parse(await page.textContent('#spec')).default_batch_size === job.default_batch_size, `${job.job_id}: the spec`);
+    const origin = await page.$('#origin a');
+    check(job.origin ? origin !== null && (await origin.textContent()) === job.origin : origin === null,
+      `${job.job_id}: ${job.origin ? 'transferred from ' + job.origin : 'no origin'}`);
     if (job === expected.jobs[expected.jobs.length - 1] || job.screenshot)
       await page.screenshot({ path: path.join(outDir, 'job-' + job.job_id.replace(/[^A-Za-z0-9._-]/g, '_') + '.png'), fullPage: true });
     await page.click('a[href="#/"]');
