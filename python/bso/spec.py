@@ -28,6 +28,9 @@ class JobSpec:
     # "bso" or "zeus"; None leaves it to the server (its default for a new job, the job's own
     # policy for an existing one).
     policy: Optional[str] = None
+    # A job id: a new job (the same workload on other hardware) starts from what that job
+    # learnt of each batch size's epochs (docs/api.md, POST /jobs). Ignored for an existing job.
+    transfer_from: Optional[str] = None
 
     def __post_init__(self):
         errors = []
@@ -65,6 +68,9 @@ class JobSpec:
             errors.append("mab_num_explorations must be >= 0")
         if self.mab_seed is not None and self.mab_seed < 0:
             errors.append("mab_seed must be >= 0")
+        if self.transfer_from is not None and not (isinstance(self.transfer_from, str) and
+                                                    0 < len(self.transfer_from) <= 255):
+            errors.append("transfer_from must be a job id (1 to 255 characters) or None")
         if self.policy not in (None, "bso", "zeus"):
             errors.append("policy must be \"bso\", \"zeus\" or None")
         if self.job_id is not None and not self.job_id.startswith(self.job_id_prefix):
@@ -75,6 +81,7 @@ class JobSpec:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        if d["policy"] is None:
-            del d["policy"]
+        for key in ("policy", "transfer_from"):
+            if d[key] is None:
+                del d[key]
         return d

@@ -208,6 +208,27 @@ class PythonClient(unittest.TestCase):
         self.assertEqual({s["batch_size"]: s["status"] for s in stats if s["runs"]},
                          {1024: "good", 2048: "passed"})
 
+    def test_transfer_from(self):
+        """JobSpec(transfer_from=...) starts a new job from another's epochs (the server says
+        where from); the first job converged at 1024 in three epochs."""
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(policy="bso"))
+        opt.get_batch_size()
+        opt.on_train_begin()
+        for metric in (0.3, 0.4, 0.6):
+            opt.on_evaluate(metric)
+        moved = spec(policy="bso", job_id="test-moved", transfer_from="test-client")
+        self.assertEqual(moved.to_dict()["transfer_from"], "test-client")
+        self.assertNotIn("transfer_from", spec().to_dict())
+        bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, moved)
+        job = self.srv.request("GET", "/jobs/test-moved")[1]
+        self.assertEqual(job["transferred_from"]["job_id"], "test-client")
+        prior = {s["batch_size"]: s["prior_epochs"] for s in job["batch_size_stats"]}
+        self.assertAlmostEqual(prior[1024], 3, delta=0.5)
+        with self.assertRaises(bso.BSORuntimeError) as e:
+            bso.BatchSizeOptimizer(ScriptedMonitor(), self.url,
+                                   spec(job_id="test-other", transfer_from="test-nope"))
+        self.assertIn("Unknown job(test-nope)", str(e.exception))
+
     def test_converge_fail(self):
         opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(beta_knob=None))
         opt.get_batch_size()
@@ -232,7 +253,8 @@ class PythonClient(unittest.TestCase):
     def test_job_spec_validation(self):
         for bad in (dict(batch_sizes=[]), dict(default_batch_size=128), dict(eta_knob=2),
                     dict(beta_knob=0), dict(batch_sizes=[32, 32, 1024]), dict(window_size=1),
-                    dict(job_id="other-1"), dict(num_pruning_rounds=0), dict(policy="greedy")):
+                    dict(job_id="other-1"), dict(num_pruning_rounds=0), dict(policy="greedy"),
+                    dict(transfer_from=""), dict(transfer_from=7)):
             with self.subTest(bad=bad), self.assertRaises(bso.BSOConfigError):
                 spec(**bad)
         self.assertEqual(spec(batch_sizes=[1024, 32]).batch_sizes, [32, 1024])
