@@ -782,17 +782,18 @@ static double failure_evidence(const struct bso_bs_stat *s, bool reached)
  * measured cost per epoch; size i starts over from the run that showed the change. */
 static void forget(struct bso_job *job, size_t i)
 {
-    /* The change came after size i last reached: a size that reached since is known from
-     * after it, and keeps what it knows. */
+    /* The change came after size i last reached: a size that reached since (and has not
+     * failed since) is known from after it, and keeps what it knows. */
     const double since = job->stats[i].success_mark;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         struct bso_bs_stat *s = &job->stats[k];
         const double per = per_epoch(s);
-        s->drift_up = s->drift_down = s->drift_fail = 0;
-        if (k != i && s->successes > 0 && s->success_mark > since) {
+        if (k != i && s->successes > 0 && s->success_mark > since &&
+            s->success_mark > s->fail_mark) {
             s->change_mark = since > 0 ? since : 1;
             continue;
         }
+        s->drift_up = s->drift_down = s->drift_fail = 0;
         s->censored_epochs = 0;
         s->change_mark = (double)job->last_trial_number;
         if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
