@@ -217,6 +217,41 @@ static void test_profiles_and_chooses(void **state)
     bso_monitor_free(m);
 }
 
+/* The run ends before every limit is measured: finish() chooses among those measured (two or
+ * more), or puts the original limit back (fewer). */
+static void test_finish_early(void **state)
+{
+    (void)state;
+    bso_monitor *m = open_monitor("gpu max_mw=300000 min_mw=100000 limit_mw=280000 " CURVE "\n");
+    bso_power_tuner *t = open_tuner(m);
+    assert_int_equal(bso_power_tuner_start(t), BSO_POWER_PROFILING);
+    assert_int_equal(bso_power_tuner_finish(t), BSO_POWER_OFF); /* nothing measured yet */
+    assert_non_null(strstr(bso_power_tuner_errmsg(t), "too few to choose"));
+    assert_true(kept_limit_w(0) == 280);
+    bso_power_tuner_free(t);
+
+    t = open_tuner(m);
+    assert_int_equal(bso_power_tuner_start(t), BSO_POWER_PROFILING);
+    /* Steps for about 2.3 limits' worth (warm-up 0.03 s + window 0.12 s each), by the clock. */
+    int rc = BSO_POWER_PROFILING;
+    const double t0 = now_s();
+    while (now_s() - t0 < 0.35 && rc == BSO_POWER_PROFILING) {
+        nap_s(0.01);
+        rc = bso_power_tuner_step(t, 64);
+    }
+    assert_int_equal(rc, BSO_POWER_PROFILING);
+    assert_int_equal(bso_power_tuner_finish(t), BSO_POWER_DONE);
+    struct bso_power_result r;
+    assert_int_equal(bso_power_tuner_result(t, &r), 0);
+    assert_true(r.n >= 2 && r.n < 5);
+    assert_true(r.points[0].limit_w == 300 && r.points[1].limit_w == 250);
+    assert_true(kept_limit_w(0) == r.limit_w);
+    assert_int_equal(bso_power_tuner_finish(t), BSO_POWER_DONE); /* again: nothing changes */
+    bso_power_tuner_free(t);
+    assert_true(kept_limit_w(0) == 280);
+    bso_monitor_free(m);
+}
+
 /* Without permission (or support) nothing changes and the tuner says why. */
 static void test_without_permission(void **state)
 {
@@ -454,6 +489,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_choice),
         cmocka_unit_test_setup(test_profiles_and_chooses, fresh),
+        cmocka_unit_test_setup(test_finish_early, fresh),
         cmocka_unit_test_setup(test_without_permission, fresh),
         cmocka_unit_test_setup(test_apply_known_limit, fresh),
         cmocka_unit_test_setup(test_restore_at_exit, fresh),

@@ -96,6 +96,11 @@ BSO_API int bso_power_tuner_start(bso_power_tuner *t);
  * state (BSO_POWER_DONE once chosen), or BSO_EINVAL / BSO_EIO (a GPU stopped answering: the
  * original limits are restored and the state is OFF). Outside profiling it does nothing. */
 BSO_API int bso_power_tuner_step(bso_power_tuner *t, double samples);
+/* Ends profiling early, as when the run ends before every limit was measured: the limit in
+ * measurement counts if it already has min_steps steps, and the cheapest of at least two
+ * measured limits is set and becomes the result (DONE). With fewer, the original limits come
+ * back and the state is OFF (errmsg says why). Outside profiling it returns the state. */
+BSO_API int bso_power_tuner_finish(bso_power_tuner *t);
 /* Sets a limit already known (W per GPU, e.g. the server's choice for this batch size),
  * without profiling. Returns BSO_POWER_DONE or BSO_POWER_OFF; BSO_EINVAL for a limit outside
  * the GPUs' range, BSO_ESTATE when not idle. */

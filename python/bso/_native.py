@@ -141,6 +141,7 @@ for name, res, args in [
     ("bso_power_tuner_free", None, [_p]),
     ("bso_power_tuner_start", ctypes.c_int, [_p]),
     ("bso_power_tuner_step", ctypes.c_int, [_p, ctypes.c_double]),
+    ("bso_power_tuner_finish", ctypes.c_int, [_p]),
     ("bso_power_tuner_apply", ctypes.c_int, [_p, ctypes.c_double]),
     ("bso_power_tuner_state", ctypes.c_int, [_p]),
     ("bso_power_tuner_errmsg", _s, [_p]),

@@ -197,6 +197,26 @@ class BatchSizeOptimizer:
             log.warning("power profiling stopped: %s", self._tuner.message)
             self._close_power()
 
+    def _finish_power(self) -> None:
+        """The run ends while still profiling (epochs shorter than the profile): the limits
+        measured so far decide, and later runs of this size get the choice without profiling."""
+        if self._tuner is None or self.power_limit is not None:
+            return
+        try:
+            state = self._tuner.finish()
+        except BSORuntimeError as e:
+            log.warning("power profiling stopped: %s", e)
+            return
+        if state == DONE:
+            self.power_profile = self._tuner.result()
+            self.power_limit = self.power_profile["power_limit"]
+            log.info("BSO power limit %g W per GPU chosen for batch size %d from the %d limits "
+                     "measured before the run ended", self.power_limit, self.current_batch_size,
+                     len(self.power_profile["measurements"]))
+            self._post_power()
+        else:
+            log.warning("power limits were not chosen: %s", self._tuner.message)
+
     def _post_power(self) -> None:
         """Hands the profile to the server once, so later runs of this size skip profiling."""
         if self.power_profile is None or self._power_posted or self.offline or self.rank != 0:
@@ -254,6 +274,7 @@ class BatchSizeOptimizer:
             return
         self.training_finished = True
         self._ended = True
+        self._finish_power()
         self._close_power()
         if not answer["converged"]:
             raise BSOTrainFailError("Train failed: %s Launch the job again: the server picks "

@@ -81,6 +81,11 @@ class PowerTuner:
         """Sets a limit known from an earlier run, without profiling."""
         return self._state(N.lib.bso_power_tuner_apply(self._t, float(limit_w)))
 
+    def finish(self) -> str:
+        """Ends profiling early (the run ends): the cheapest of the limits measured so far when
+        there are at least two ("done"), else the original limits back ("off")."""
+        return self._state(N.lib.bso_power_tuner_finish(self._t))
+
     def step(self, samples: float) -> str:
         return self._state(N.lib.bso_power_tuner_step(self._t, float(samples)))
 

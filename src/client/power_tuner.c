@@ -289,6 +289,29 @@ int bso_power_tuner_step(bso_power_tuner *t, double samples)
     return t->state;
 }
 
+int bso_power_tuner_finish(bso_power_tuner *t)
+{
+    if (t->state != BSO_POWER_PROFILING)
+        return t->state;
+    if (t->measuring && t->steps >= t->opt.min_steps && measure_end(t) < 0) {
+        restore(t);
+        t->state = BSO_POWER_OFF;
+        return BSO_EIO;
+    }
+    if (t->measuring) { /* too few steps to count: the window is dropped */
+        struct bso_measurement m;
+        bso_monitor_end(t->m, t->window, &m);
+        t->measuring = false;
+    }
+    if (t->result.n >= 2)
+        return choose(t);
+    restore(t);
+    t->state = BSO_POWER_OFF;
+    fail(t, 0, "the run ended after %zu of %zu power limits were measured: too few to choose",
+         t->result.n, t->n_limits);
+    return t->state;
+}
+
 int bso_power_tuner_state(const bso_power_tuner *t)
 {
     return t->state;

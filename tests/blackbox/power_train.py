@@ -4,10 +4,11 @@ optimize_power, 100 steps of 10 ms per epoch, the target reached at epoch 2.
 Each step reports the work that the fake's scripted step time at the present limit makes of
 the time that really passed, so the measured throughput follows the script on a loaded machine.
 
-    power_train.py URL JOB_ID normal|raise|hang
+    power_train.py URL JOB_ID normal|raise|hang|short
 
 raise: an exception in the middle of profiling; hang: prints PROFILING during profiling and
-waits to be killed. At the end it prints a JSON line: the batch size, the run's power limit,
+waits to be killed; short: one epoch of 30 steps reaches the target, before every limit is
+profiled. At the end it prints a JSON line: the batch size, the run's power limit,
 whether it profiled, and the limits the GPU was seen at.
 """
 import ctypes
@@ -46,9 +47,11 @@ opt = bso.BatchSizeOptimizer(
 bs = opt.get_batch_size()
 opt.on_train_begin()
 seen = set()
+steps = 30 if mode == "short" else 100
+reach = 1 if mode == "short" else 2
 for epoch in range(1, 6):
     last = time.monotonic()
-    for step in range(100):
+    for step in range(steps):
         time.sleep(0.01)
         now = time.monotonic()
         opt.on_step(bs * (now - last) / fake.bso_fake_nvml_step_s(0))
@@ -60,8 +63,9 @@ for epoch in range(1, 6):
         if epoch == 1 and step == 20 and mode == "hang":
             print("PROFILING", flush=True)
             time.sleep(600)
-    opt.on_evaluate(0.95 if epoch == 2 else 0.5)
+    opt.on_evaluate(0.95 if epoch == reach else 0.5)
     if opt.training_finished:
         break
 print(json.dumps({"batch_size": bs, "power_limit": opt.power_limit,
-                  "profiled": opt.power_profile is not None, "seen": sorted(seen)}))
+                  "profiled": opt.power_profile is not None, "seen": sorted(seen),
+                  "measured": len((opt.power_profile or {}).get("measurements", []))}))

@@ -54,8 +54,8 @@ class Power(unittest.TestCase):
         out, err = proc.communicate(timeout=120)
         return proc.returncode, out, err
 
-    def result(self, job_id):
-        rc, out, err = self.finish(self.train(job_id))
+    def result(self, job_id, mode="normal"):
+        rc, out, err = self.finish(self.train(job_id, mode))
         self.assertEqual(rc, 0, err)
         return json.loads(out.strip().splitlines()[-1]), err
 
@@ -97,6 +97,24 @@ class Power(unittest.TestCase):
         self.assertEqual(shown.returncode, 0, shown.stderr)
         self.assertIn("power limits", shown.stdout)
         self.assertRegex(shown.stdout, r"\s+64\s+200\s+300:")
+
+    def test_a_run_shorter_than_the_profile_chooses_among_what_it_measured(self):
+        """The run reaches its target before every limit was measured (epochs shorter than
+        the profile, as on a fast GPU): the limits measured decide, the profile is posted, and
+        the next run of that size sets the choice without profiling."""
+        first, log = self.result("pw-short", "short")
+        self.assertTrue(first["profiled"], log)
+        self.assertGreaterEqual(first["measured"], 2)
+        self.assertLess(first["measured"], 5)
+        self.assertIn("measured before the run ended", log)
+        self.assertEqual(self.limit(), 280)  # the original, after the run
+        (profile,) = self.srv.request("GET", "/jobs/pw-short")[1]["power_profiles"]
+        limits = [m["power_limit"] for m in profile["measurements"]]
+        self.assertEqual(limits, [300, 250, 200, 150, 100][:first["measured"]])
+        self.assertEqual(profile["power_limit"], first["power_limit"])
+        second, log = self.result("pw-short", "short")
+        self.assertEqual((second["power_limit"], second["profiled"]),
+                         (first["power_limit"], False), log)
 
     def test_a_limit_outside_these_gpus_range_is_profiled_again(self):
         """A stored choice made on other GPUs (500 W where these stop at 300 W) is not forced:
