@@ -787,7 +787,11 @@ static void forget(struct bso_job *job, size_t i)
     const double since = job->stats[i].success_mark;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         struct bso_bs_stat *s = &job->stats[k];
-        const double per = per_epoch(s);
+        const double measured = per_epoch(s);
+        /* Its cost per epoch is kept, at the weight of one epoch (or one run); unmeasured
+         * stays unmeasured. */
+        const double per = isfinite(measured) ? measured : 0;
+        const double one = per > 0 ? 1 : 0;
         if (k != i && s->successes > 0 && s->success_mark > since &&
             s->success_mark > s->fail_mark) {
             s->change_mark = since > 0 ? since : 1;
@@ -801,7 +805,7 @@ static void forget(struct bso_job *job, size_t i)
                 s->successes = 0;
                 s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
                 s->runs = 1;
-                s->epochs_sum = 1;
+                s->epochs_sum = one;
                 s->cost_sum = per;
                 s->status = BSO_BS_UNTRIED;
             }
@@ -813,12 +817,12 @@ static void forget(struct bso_job *job, size_t i)
             s->sum_epochs = s->min_epochs = m;
             s->sum_sq_epochs = m * m;
             s->runs = 1;
-            s->epochs_sum = m;
+            s->epochs_sum = one * m;
             s->cost_sum = per * m;
         } else {
             s->status = BSO_BS_PASSED; /* re-checked: a one-epoch probe tells again */
             s->runs = 0;
-            s->epochs_sum = 1;
+            s->epochs_sum = one;
             s->cost_sum = per;
         }
     }
