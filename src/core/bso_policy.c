@@ -170,6 +170,13 @@ static bool contradicted(const struct bso_job *job, size_t i)
     return above < at_or_below;
 }
 
+/* The epochs size i needed in the job this one was transferred from, while it has not reached
+ * here (then it joined its runs); 0 otherwise. */
+static double transferred_prior(const struct bso_job *job, size_t i)
+{
+    return job->stats[i].successes == 0 ? job->stats[i].prior_epochs : 0;
+}
+
 /* Whether an exploring run at size i is judged by the optimistic epochs bound rather than
  * the central estimate: after the job changed, its first run since (the estimates rest on
  * evidence from before, which the change may have falsified at some sizes but not others),
@@ -201,15 +208,15 @@ static double epochs_bound(const struct bso_job *job, size_t i)
     /* The bound from smaller sizes rests on sizes behaving alike; after the job changed, or
      * where the data contradict it, only the proportional bound from larger sizes holds until
      * the size has run again. */
-    if ((job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i))
+    if (rechecked(job, i))
         from_smaller = INFINITY;
     double lb = isinf(from_smaller) || from_larger > from_smaller ? from_larger : from_smaller;
     /* A transferred prior is a better guess than any bound, but a size known only from other
      * hardware is uncertain twice: its epochs by the run-to-run spread (PRIOR_CV), its cost
      * per epoch here by how far sizes' relative costs move between GPUs (TRANSFER_CV). The
      * bound is optimistic by one of their joint spread. */
-    const double prior = job->stats[i].prior_epochs;
-    if (prior > 0 && job->stats[i].successes == 0)
+    const double prior = transferred_prior(job, i);
+    if (prior > 0)
         lb = prior * exp(-sqrt(PRIOR_CV * PRIOR_CV + TRANSFER_CV * TRANSFER_CV));
     if (job->stats[i].censored_epochs + 1 > lb && job->stats[i].censored_epochs > 0)
         lb = job->stats[i].censored_epochs + 1;
@@ -246,8 +253,8 @@ static double fit_slope(const struct line_fit *f, double otherwise)
  * an exploring run's first epoch; stopping later uses the optimistic epochs_bound. */
 static double epochs_estimate(const struct bso_job *job, size_t i)
 {
-    if (job->stats[i].successes == 0 && job->stats[i].prior_epochs > 0)
-        return job->stats[i].prior_epochs; /* what the same workload needed elsewhere */
+    if (transferred_prior(job, i) > 0)
+        return transferred_prior(job, i); /* what the same workload needed elsewhere */
     int near = -1;
     struct line_fit fit = {0};
     const double x = log2((double)job->spec.batch_sizes[i]);
@@ -277,8 +284,8 @@ static double epochs_estimate(const struct bso_job *job, size_t i)
  * bound (proportionally fewer epochs) is loose, so the central estimate is. */
 static double judged_epochs(const struct bso_job *job, size_t i)
 {
-    if (job->stats[i].prior_epochs > 0 && job->stats[i].successes == 0)
-        return job->stats[i].prior_epochs;
+    if (transferred_prior(job, i) > 0)
+        return transferred_prior(job, i);
     if (rechecked(job, i))
         return epochs_bound(job, i);
     for (size_t a = i + 1; a < job->spec.n_batch_sizes; a++)
