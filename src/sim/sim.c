@@ -69,35 +69,30 @@ static size_t best_pl(const struct sim_job *job, size_t b, double eta)
     return best;
 }
 
-void sim_reference_costs(const struct sim_job *job, double eta, bool jit, double *oracle,
-                         double *base)
+/* Expected cost of batch size index b at the limit the mode runs it at: its chosen limit with
+ * jit, else the largest. */
+static double mode_cost(const struct sim_job *job, size_t b, double eta, bool jit)
 {
-    *oracle = INFINITY;
-    *base = INFINITY;
-    for (size_t b = 0; b < job->n_bs; b++) {
-        const size_t maxp = job->bs[b].n_pl - 1;
-        const size_t p = jit ? best_pl(job, b, eta) : maxp;
-        double c = sim_expected_cost(job, b, p, eta);
-        if (c < *oracle)
-            *oracle = c;
-        if (job->bs[b].bs == job->default_bs)
-            *base = sim_expected_cost(job, b, maxp, eta);
-    }
+    return sim_expected_cost(job, b, jit ? best_pl(job, b, eta) : job->bs[b].n_pl - 1, eta);
 }
 
 size_t sim_optimum(const struct sim_job *job, double eta, bool jit)
 {
     size_t best = 0;
-    double best_cost = INFINITY;
-    for (size_t b = 0; b < job->n_bs; b++) {
-        const double c =
-            sim_expected_cost(job, b, jit ? best_pl(job, b, eta) : job->bs[b].n_pl - 1, eta);
-        if (c < best_cost) {
+    for (size_t b = 1; b < job->n_bs; b++)
+        if (mode_cost(job, b, eta, jit) < mode_cost(job, best, eta, jit))
             best = b;
-            best_cost = c;
-        }
-    }
     return best;
+}
+
+void sim_reference_costs(const struct sim_job *job, double eta, bool jit, double *oracle,
+                         double *base)
+{
+    *oracle = job->n_bs ? mode_cost(job, sim_optimum(job, eta, jit), eta, jit) : INFINITY;
+    *base = INFINITY;
+    for (size_t b = 0; b < job->n_bs; b++)
+        if (job->bs[b].bs == job->default_bs)
+            *base = mode_cost(job, b, eta, false);
 }
 
 static size_t bs_index(const struct sim_job *job, int64_t bs)
@@ -292,9 +287,7 @@ static int64_t phase_lag(const struct sim_job *job, const struct sim_options *op
     for (int64_t r = ph->first; r < ph->first + ph->n; r++) {
         const size_t b = trained[r];
         const bool near =
-            b < job->n_bs &&
-            sim_expected_cost(job, b, opt->jit ? best_pl(job, b, opt->eta) : job->bs[b].n_pl - 1,
-                              opt->eta) <= SIM_NEAR_OPTIMAL * ph->oracle;
+            b < job->n_bs && mode_cost(job, b, opt->eta, opt->jit) <= SIM_NEAR_OPTIMAL * ph->oracle;
         streak = near ? streak + 1 : 0;
         if (streak == SIM_SETTLED_RUN)
             return r + 1 - SIM_SETTLED_RUN - ph->first;
