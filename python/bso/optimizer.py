@@ -189,13 +189,17 @@ class BatchSizeOptimizer:
             self._close_power()
             return
         if state == DONE:
-            self.power_profile = self._tuner.result()
-            self.power_limit = self.power_profile["power_limit"]
+            self._take_profile()
             log.info("BSO power limit %g W per GPU chosen for batch size %d", self.power_limit,
                      self.current_batch_size)
         elif state == OFF:
             log.warning("power profiling stopped: %s", self._tuner.message)
             self._close_power()
+
+    def _take_profile(self) -> None:
+        """What the finished profiling measured, and the limit it set."""
+        self.power_profile = self._tuner.result()
+        self.power_limit = self.power_profile["power_limit"]
 
     def _finish_power(self) -> None:
         """The run ends while still profiling (epochs shorter than the profile): the limits
@@ -208,8 +212,7 @@ class BatchSizeOptimizer:
             log.warning("power profiling stopped: %s", e)
             return
         if state == DONE:
-            self.power_profile = self._tuner.result()
-            self.power_limit = self.power_profile["power_limit"]
+            self._take_profile()
             log.info("BSO power limit %g W per GPU chosen for batch size %d from the %d limits "
                      "measured before the run ended", self.power_limit, self.current_batch_size,
                      len(self.power_profile["measurements"]))

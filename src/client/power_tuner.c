@@ -145,14 +145,22 @@ static void restore(bso_power_tuner *t)
     t->changed = false;
 }
 
+/* Closes a measuring window whose figures are not wanted. */
+static void drop_window(bso_power_tuner *t)
+{
+    if (!t->measuring)
+        return;
+    struct bso_measurement unused;
+    bso_monitor_end(t->m, t->window, &unused);
+    t->measuring = false;
+}
+
 void bso_power_tuner_free(bso_power_tuner *t)
 {
     if (!t)
         return;
-    if (t->state == BSO_POWER_PROFILING && t->measuring) {
-        struct bso_measurement unused;
-        bso_monitor_end(t->m, t->window, &unused);
-    }
+    if (t->state == BSO_POWER_PROFILING)
+        drop_window(t);
     restore(t);
     free(t);
 }
@@ -298,11 +306,7 @@ int bso_power_tuner_finish(bso_power_tuner *t)
         t->state = BSO_POWER_OFF;
         return BSO_EIO;
     }
-    if (t->measuring) { /* too few steps to count: the window is dropped */
-        struct bso_measurement m;
-        bso_monitor_end(t->m, t->window, &m);
-        t->measuring = false;
-    }
+    drop_window(t); /* too few steps to count */
     if (t->result.n >= 2)
         return choose(t);
     restore(t);

@@ -70,6 +70,22 @@ static double mean_epochs(const struct bso_bs_stat *s)
     return s->sum_epochs / (double)s->successes;
 }
 
+/* A size's epochs to the target: one more run's worth, and none at all. */
+static void add_epochs(struct bso_bs_stat *s, double e)
+{
+    if (s->successes == 0 || e < s->min_epochs)
+        s->min_epochs = e;
+    s->successes++;
+    s->sum_epochs += e;
+    s->sum_sq_epochs += e * e;
+}
+
+static void clear_epochs(struct bso_bs_stat *s)
+{
+    s->successes = 0;
+    s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
+}
+
 static double expected_cost(const struct bso_bs_stat *s)
 {
     return mean_epochs(s) * per_epoch(s);
@@ -548,6 +564,12 @@ static int thompson(struct bso_job *job, bool all)
     return best;
 }
 
+/* A size's lowest plausible cost to the target: its epochs bound times its cost per epoch. */
+static double optimistic_cost(const struct bso_job *job, size_t i)
+{
+    return epochs_bound(job, i) * bso_policy_epoch_cost(job, i);
+}
+
 /* The recurrence still needs a model and every size that reached the target failed in it (or
  * the job changed and none has reached since): the size most likely to be cheap that is not
  * struck out in it, one that reached judged by its expected cost, an open one by its
@@ -564,7 +586,7 @@ static int rescue(struct bso_job *job)
         if (s->successes > 0)
             cost = expected_cost(s);
         else if (open_size(job, k))
-            cost = epochs_bound(job, k) * bso_policy_epoch_cost(job, k);
+            cost = optimistic_cost(job, k);
         else
             continue;
         if (best < 0 || cost < best_cost) {
@@ -585,7 +607,7 @@ static int rescue(struct bso_job *job)
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         if (!usable(job, k))
             continue;
-        const double cost = epochs_bound(job, k) * bso_policy_epoch_cost(job, k);
+        const double cost = optimistic_cost(job, k);
         const double mark = job->stats[k].fail_mark;
         if (best < 0 || mark < job->stats[best].fail_mark ||
             (mark == job->stats[best].fail_mark && cost < best_cost)) {
@@ -622,11 +644,10 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     const int d = bso_job_spec_index(sp, sp->default_batch_size);
     const int g = best_good(job);
     if (g < 0) {
+        /* Something reached before, or the job changed: a model is needed now. */
         bool rescue_needed = false;
         for (int k = 0; k < n; k++)
-            rescue_needed |= job->stats[k].change_mark > 0;
-        for (int k = 0; k < n; k++)
-            rescue_needed |= job->stats[k].successes > 0;
+            rescue_needed |= job->stats[k].change_mark > 0 || job->stats[k].successes > 0;
         if (rescue_needed) {
             const int c = rescue(job);
             if (c < 0)
@@ -761,9 +782,8 @@ enum bso_run_end bso_policy_run_end(const struct bso_job *job, const struct bso_
     return epoch <= 1 ? BSO_RUN_PASSED : BSO_RUN_KILLED;
 }
 
-/* How surprising a run of e epochs at a size that reached before is, in standard deviations
- * of its predicted log epochs (its posterior and the run-to-run spread). A run that stopped
- * without reaching needs more than e: only its excess counts. */
+/* How surprising a run that reached in e epochs, at a size that reached before, is: in standard
+ * deviations of its predicted log epochs (its posterior and the run-to-run spread). */
 static double surprise(const struct bso_job *job, size_t i, double e)
 {
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES], cv2;
@@ -809,8 +829,7 @@ static void forget(struct bso_job *job, size_t i)
         s->change_mark = (double)job->last_trial_number;
         if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
             if (k == i) { /* one epoch of its cost stays, weighed with the run's */
-                s->successes = 0;
-                s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
+                clear_epochs(s);
                 s->runs = 1;
                 s->epochs_sum = one;
                 s->cost_sum = per;
@@ -820,9 +839,8 @@ static void forget(struct bso_job *job, size_t i)
         }
         if (s->successes > 0) {
             const double m = mean_epochs(s);
-            s->successes = 1;
-            s->sum_epochs = s->min_epochs = m;
-            s->sum_sq_epochs = m * m;
+            clear_epochs(s);
+            add_epochs(s, m);
             s->runs = 1;
             s->epochs_sum = one * m;
             s->cost_sum = per * m;
@@ -881,8 +899,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     /* The first run at a size known only from before the job changed replaces what was
      * known: that was a stand-in until a run could tell. */
     if (stale && end != BSO_RUN_PASSED) {
-        s->successes = 0;
-        s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
+        clear_epochs(s);
         s->status = BSO_BS_UNTRIED; /* set below from this run */
     }
     /* A window (window_size runs) keeps each size's epochs to its recent runs: older runs
@@ -904,20 +921,11 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;
     if (reached && s->prior_epochs > 0) { /* the transferred prior joins as one run */
-        const double p = s->prior_epochs;
-        s->successes++;
-        s->sum_epochs += p;
-        s->sum_sq_epochs += p * p;
-        s->min_epochs = s->successes == 1 || p < s->min_epochs ? p : s->min_epochs;
+        add_epochs(s, s->prior_epochs);
         s->prior_epochs = 0;
     }
     if (reached) {
-        const double e = (double)epochs;
-        if (s->successes == 0 || e < s->min_epochs)
-            s->min_epochs = e;
-        s->successes++;
-        s->sum_epochs += e;
-        s->sum_sq_epochs += e * e;
+        add_epochs(s, (double)epochs);
         s->status = BSO_BS_GOOD;
     } else if (end == BSO_RUN_KILLED && (double)epochs > s->censored_epochs) {
         s->censored_epochs = (double)epochs;

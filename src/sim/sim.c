@@ -336,11 +336,11 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
     for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
         while (k + 1 < res->n_phases && r >= res->phase[k + 1].first) {
             k++;
-            if (strcmp(jobs[k].gpu, jobs[k - 1].gpu) != 0 &&
-                (rc = move(&jobs[k], opt, &drv, err, errcap)) < 0)
+            if (strcmp(jobs[k].gpu, jobs[k - 1].gpu) == 0)
+                continue;
+            if ((rc = move(&jobs[k], opt, &drv, err, errcap)) < 0)
                 break;
-            if (strcmp(jobs[k].gpu, jobs[k - 1].gpu) != 0)
-                memset(&st, 0, sizeof st); /* the new GPU's sizes: their runs counted afresh */
+            memset(&st, 0, sizeof st); /* the new GPU's sizes: their runs counted afresh */
         }
         if (rc < 0)
             break;
