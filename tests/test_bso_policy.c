@@ -469,6 +469,58 @@ static void test_one_failure_strikes_the_size_for_its_recurrence_only(void **sta
     bso_job_clear(&job);
 }
 
+/* Size i reached `runs` times in `epochs` epochs at `per` a epoch, last at trial `mark`. */
+static void set_reached(struct bso_job *job, size_t i, int64_t runs, double epochs, double per,
+                        double mark)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->status = BSO_BS_GOOD;
+    s->runs = s->successes = s->total_runs = s->total_successes = runs;
+    s->sum_epochs = epochs * (double)runs;
+    s->sum_sq_epochs = epochs * epochs * (double)runs;
+    s->min_epochs = epochs;
+    s->epochs_sum = epochs * (double)runs;
+    s->cost_sum = per * s->epochs_sum;
+    s->success_mark = mark;
+}
+
+/* How often in `draws` choices the policy hands out size `bs`. */
+static int times_chosen(struct bso_job *job, int64_t bs, int draws)
+{
+    int n = 0;
+    for (int k = 0; k < draws; k++) {
+        int64_t got;
+        assert_int_equal(bso_policy_choose(job, &got), 0);
+        n += got == bs;
+    }
+    return n;
+}
+
+/* Two sizes nearly tie (64: 8 x 100 = 800, 128: 12 x 70 = 840). Once 64's last run failed to
+ * reach while 128 trained the model since, the choice weighs the chance that 64 fails again
+ * (a wasted run up to the beta bound) and turns to 128 until 64 reaches again. */
+static void test_size_that_just_failed_weighs_its_failure(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].status = BSO_BS_FAILED; /* ruled out: no exploring */
+    set_reached(&job, 2, 4, 8, 100, 10);
+    set_reached(&job, 3, 4, 12, 70, 11);
+    job.last_trial_number = 11;
+    const int before = times_chosen(&job, 64, 400);
+    assert_true(before > 200);
+    job.stats[2].fail_mark = 12;    /* 64 ran out of epochs at trial 12... */
+    job.stats[3].success_mark = 13; /* ...and 128 trained that recurrence's model */
+    job.last_trial_number = 13;
+    const int after = times_chosen(&job, 64, 400);
+    assert_true(after < 40);
+    job.stats[2].success_mark = 14; /* 64 reached again: its failure is behind it */
+    assert_true(times_chosen(&job, 64, 400) > 200);
+    bso_job_clear(&job);
+}
+
 /* The data set grows: every epoch costs 1.5x at every size at once. Early stopping at beta x
  * the best cost must not kill the runs of the best size for it. */
 static void test_cost_jump_does_not_stop_every_run(void **state)
@@ -566,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_change_detected_and_search_reopened),
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
+        cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_transfer_gives_priors_not_facts),

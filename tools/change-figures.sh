@@ -14,7 +14,9 @@ trap 'rm -rf "$out"' EXIT
 summarize() {
     python3 - "$1" "$2" <<'PY'
 import csv, math, sys, collections
-rows = [r for r in csv.DictReader(open(sys.argv[2])) if r["phase"] != "0"]
+# Phases where no size reaches the target have no oracle (ratio nan): left out.
+rows = [r for r in csv.DictReader(open(sys.argv[2]))
+        if r["phase"] != "0" and math.isfinite(float(r["ratio_vs_oracle"]))]
 cells = collections.defaultdict(dict)
 for r in rows:
     cells[(r["policy"], r["move"])][(r["workload"], r["gpu"], r["phase"])] = r

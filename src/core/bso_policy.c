@@ -542,6 +542,18 @@ void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, do
     posterior(job, mean_log, sd_log, &cv2);
 }
 
+/* What a run at size i that does not reach is expected to cost: max_epochs of it, or less
+ * where the beta bound stops it first. */
+static double failed_run_cost(const struct bso_job *job, size_t i)
+{
+    const double to_max = (double)job->spec.max_epochs * per_epoch(&job->stats[i]);
+    const int g = best_good_of(job, true);
+    if (!job->spec.has_beta_knob || g < 0)
+        return to_max;
+    const double bound = job->spec.beta_knob * expected_cost(&job->stats[g]);
+    return bound < to_max ? bound : to_max;
+}
+
 /* Thompson sampling over the sizes that reached the target (but those that just failed, unless
  * `all`): each draws its epochs from the posterior above, times its cost per epoch; the lowest
  * draw wins. -1 when there is none. */
@@ -554,8 +566,15 @@ static int thompson(struct bso_job *job, bool all)
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         if (job->stats[i].successes == 0 || !usable(job, i) || (!all && struck(job, i)))
             continue;
-        const double draw =
-            exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per_epoch(&job->stats[i]);
+        const struct bso_bs_stat *s = &job->stats[i];
+        double draw = exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per_epoch(s);
+        /* Its last run did not reach (and another size trained a model since): the draw adds
+         * the expected waste of the next not reaching either (as likely as one failure against
+         * its successes, half of each as prior), a run to max_epochs or to the stop at beta
+         * times the best, before another size trains the model. Not in a rescue (`all`),
+         * where every candidate just failed. */
+        if (!all && s->fail_mark > s->success_mark)
+            draw += 1.5 / ((double)s->successes + 2) * failed_run_cost(job, i);
         if (best < 0 || draw < best_draw) {
             best = (int)i;
             best_draw = draw;
@@ -883,7 +902,10 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     else if (end == BSO_RUN_FAILED || s->successes > 0)
         s->fail_mark = (double)job->last_trial_number;
     bool all = follow_epoch_cost(job, i, cost, epochs);
-    if (s->successes > 0 && end != BSO_RUN_PASSED) {
+    /* A size known only from before the change is expected to surprise: its run replaces what
+     * was known (below) instead of announcing the change again, which would re-open sizes
+     * that already failed since it. */
+    if (s->successes > 0 && !stale && end != BSO_RUN_PASSED) {
         if (reached) {
             const double z = surprise(job, i, (double)epochs);
             s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);

@@ -14,7 +14,8 @@ static void add_phase(struct sim_phase_cell *c, const struct sim_phase_result *r
     c->first = r->first;
     c->n = r->n;
     c->oracle = r->oracle;
-    c->ratio += r->cost / ((double)r->n * r->oracle) * per_seed;
+    /* No size reaches the target in this phase: there is no oracle to compare with. */
+    c->ratio += isfinite(r->oracle) ? r->cost / ((double)r->n * r->oracle) * per_seed : NAN;
     c->no_model += r->no_model;
     c->stopped += (double)r->stopped / (double)r->n * per_seed;
     c->lag += (double)r->lag * per_seed;
@@ -120,24 +121,29 @@ bool sim_plan_changes(const struct sim_plan *p)
 
 void sim_print_changes(const struct sim_plan *p, FILE *f)
 {
-    fprintf(f, "%-14s %-6s %-13s %5s %9s %10s %9s %8s %7s\n", "workload", "gpu", "policy", "phase",
+    fprintf(f, "%-14s %-6s %-13s %5s %9s %11s %9s %8s %7s\n", "workload", "gpu", "policy", "phase",
             "from", "vs oracle", "no model", "stopped", "lag");
     for (size_t a = 0; a < p->n_arms; a++) {
         char name[32];
         arm_name(p, a, name, sizeof name);
         double log_after = 0, worst_after = 0;
-        int64_t no_model_after = 0, n_after = 0, pruned = 0;
+        int64_t no_model_after = 0, n_after = 0, pruned = 0, unreachable = 0;
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
             pruned += c->pruned;
             for (size_t k = 0; k < c->n_phases; k++) {
                 const struct sim_phase_cell *ph = &c->phase[k];
                 char lag[32];
+                char ratio[32];
                 snprintf(lag, sizeof lag, ph->never ? "%.1f*" : "%.1f", ph->lag);
-                fprintf(f, "%-14s %-6s %-13s %5zu %9lld %10.4f %9lld %8.2f %7s\n",
+                snprintf(ratio, sizeof ratio, isfinite(ph->ratio) ? "%.4f" : "unreachable",
+                         ph->ratio);
+                fprintf(f, "%-14s %-6s %-13s %5zu %9lld %11s %9lld %8.2f %7s\n",
                         p->jobs[j].w.dataset, p->jobs[j].gpu, name, k, (long long)ph->first + 1,
-                        ph->ratio, (long long)ph->no_model, ph->stopped, lag);
-                if (k > 0) {
+                        ratio, (long long)ph->no_model, ph->stopped, lag);
+                if (k > 0 && !isfinite(ph->ratio)) {
+                    unreachable++;
+                } else if (k > 0) {
                     log_after += log(ph->ratio);
                     worst_after = ph->ratio > worst_after ? ph->ratio : worst_after;
                     no_model_after += ph->no_model;
@@ -145,12 +151,17 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
                 }
             }
         }
+        char left_out[96] = "";
+        if (unreachable > 0)
+            snprintf(left_out, sizeof left_out,
+                     "; %lld phases where no size reaches the target left out",
+                     (long long)unreachable);
         if (n_after > 0)
             fprintf(f,
                     "%-14s %-6s %-13s after a change: geomean %.4f, worst %.4f, %lld recurrences "
-                    "without a model%s\n\n",
+                    "without a model%s%s\n\n",
                     "all", "", name, exp(log_after / (double)n_after), worst_after,
-                    (long long)no_model_after,
+                    (long long)no_model_after, left_out,
                     pruned ? " (the policy gave up jobs for good: their recurrences cost nothing "
                              "and count above)"
                            : "");
