@@ -35,11 +35,13 @@ def _split(batch: Sequence[torch.Tensor], start: int, stop: int) -> Tuple[torch.
 
 def accumulate_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     loss_fn: Callable[..., torch.Tensor], batch: Sequence[torch.Tensor],
-                    micro_batch: int, step: bool = True) -> float:
+                    micro_batch: int, step: bool = True,
+                    after_micro: Optional[Callable[[int, float], None]] = None) -> float:
     """One optimizer step over `batch` (tensors whose first dimension is the effective batch:
     inputs first, then what loss_fn takes besides the output, e.g. targets), computed in
     micro-batches of at most micro_batch samples. loss_fn(output, *rest) must return the mean
-    over its samples. Returns the batch's mean loss. Gradients are zeroed first."""
+    over its samples. Returns the batch's mean loss. Gradients are zeroed first.
+    after_micro(samples, share), if given, runs after each micro-batch's backward pass."""
     if micro_batch <= 0:
         raise ValueError("micro_batch must be positive")
     n = batch[0].shape[0]
@@ -51,6 +53,8 @@ def accumulate_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
         loss = loss_fn(model(part[0]), *part[1:]) * share
         loss.backward()
         total += float(loss.detach())
+        if after_micro is not None:
+            after_micro(part[0].shape[0], share)
     if step:
         optimizer.step()
     return total

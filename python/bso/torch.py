@@ -40,5 +40,20 @@ def share_answer(answer):
     return box[0]
 
 
-# Micro-batching and accumulation (bso/microbatch.py), here for `bso.torch.<name>`.
+def sync_batch_size(batch_size: int) -> int:
+    """Rank 0's batch size on every rank (a controller decides on rank 0): the ranks then cut
+    their shards into batches of the same size at the same step. Without an initialised
+    process group, batch_size itself."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return int(batch_size)
+    t = torch.tensor([int(batch_size)], dtype=torch.int64)
+    dist.broadcast(t, src=0)
+    return int(t[0])
+
+
+# Micro-batching and accumulation (bso/microbatch.py), a batch size that changes during a run
+# (bso/resize.py) and the controllers that change it (bso/adapt.py): `bso.torch.<name>`.
+from .adapt import (BatchSizeController, LRCoupling, MemoryScaler, NoiseScale,  # noqa: E402,F401
+                    NoiseScaleScaler, RampSchedule, noise_scale_step)
 from .microbatch import AdaptiveMicroBatcher, accumulate_step, scale_lr  # noqa: E402,F401
+from .resize import ResizableBatchSampler, ResizableLoader  # noqa: E402,F401
