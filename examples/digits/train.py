@@ -9,13 +9,16 @@ sizes, prunes the bad ones, then keeps choosing the cheapest by Thompson samplin
 
 On a machine without an NVIDIA GPU the energy comes from RAPL when readable, else from the
 declared power (labelled as an estimate). --world-size 2 trains data-parallel in two processes
-(gloo). The script prints one JSON line per process with what happened, and exits 0 when the
+(gloo). --adapt memory|ramp|noise changes the batch size during the run, starting from (ramp:
+growing to) the size BSO chose, with the learning rate following by the square-root rule. The
+script prints one JSON line per process with what happened, and exits 0 when the
 run converged, 3 when BSO stopped it without converging.
 """
 import argparse
 import json
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
@@ -53,6 +56,20 @@ def accuracy(net, x, y):
         return (net(x).argmax(1) == y).float().mean().item()
 
 
+def adapt_controller(kind, start, largest):
+    """--adapt: the batch size changes during the run, from the size the server chose (ramp:
+    up to it, from the smallest job size)."""
+    if kind is None:
+        return None
+    import bso.torch as bt
+    if kind == "ramp":
+        return bt.RampSchedule(min(start, BATCH_SIZES[0]), start, over_samples=2000)
+    if kind == "memory":
+        return bt.MemoryScaler(start, max_size=max(start, largest), patience=10)
+    return bt.NoiseScaleScaler(start, max_size=max(start, largest), every=5, warmup=5,
+                               smoothing=0.9)
+
+
 def run(rank, world_size, args):
     torch.set_num_threads(1)
     if world_size > 1:
@@ -80,16 +97,38 @@ def run(rank, world_size, args):
     per_rank = max(1, batch_size // world_size)
     result = {"rank": rank, "job_id": opt.job_id, "trial": opt.trial_number,
               "batch_size": batch_size, "converged": False}
+    import bso.torch as bt
+    sampler = bt.ResizableBatchSampler(
+        torch.utils.data.RandomSampler(range(len(yt))), per_rank)
+    ctrl = adapt_controller(args.adapt, per_rank, max(1, BATCH_SIZES[-1] // world_size))
+    coupling = bt.LRCoupling(sgd, per_rank, "sqrt",
+                             say=lambda line: print(line, file=sys.stderr)) if ctrl else None
+    steps = samples = 0
     status = 0
     opt.on_train_begin()
     try:
         for epoch in range(args.max_epochs):
-            order = torch.randperm(len(yt), device=device)
-            for i in range(0, len(yt), per_rank):
-                idx = order[i:i + per_rank]
-                sgd.zero_grad()
-                nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
-                sgd.step()
+            for idx in sampler:
+                idx = torch.tensor(idx, device=device)
+                if args.adapt == "noise":
+                    _, small, sq_small, sq_big = bt.noise_scale_step(
+                        net, sgd, nn.functional.cross_entropy, (xt[idx], yt[idx]),
+                        max(1, len(idx) // 4))
+                    measured = dict(small=small, grad_sq_small=sq_small, grad_sq_big=sq_big)
+                else:
+                    began = time.perf_counter()
+                    sgd.zero_grad()
+                    nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
+                    sgd.step()
+                    measured = dict(seconds=time.perf_counter() - began)
+                steps, samples = steps + 1, samples + len(idx)
+                if ctrl is not None:  # rank 0 decides; every rank takes the same size
+                    n = bt.sync_batch_size(ctrl.observe(samples=len(idx), **measured))
+                    if n != sampler.batch_size:
+                        sampler.set_batch_size(n)
+                        coupling.apply(n)
+            result["steps"] = steps
+            result["mean_batch_size"] = round(samples / steps * world_size, 1)
             acc = accuracy(net, xv, yv)
             result["epochs"], result["accuracy"] = epoch + 1, acc
             opt.on_evaluate(acc)
@@ -134,6 +173,8 @@ def main():
     p.add_argument("--seed", type=int, default=None, help="the bandit's seed (mab_seed)")
     p.add_argument("--world-size", type=int, default=1)
     p.add_argument("--device", default="cpu", help="cpu, or cuda to train on the GPU")
+    p.add_argument("--adapt", choices=["memory", "ramp", "noise"], default=None,
+                   help="change the batch size during the run (bso.torch's controllers)")
     args = p.parse_args()
     if args.world_size == 1:
         return run(0, 1, args)

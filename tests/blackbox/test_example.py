@@ -81,6 +81,28 @@ class DigitsExample(unittest.TestCase):
             spec = srv.request("GET", "/jobs/digits-dp")[1]["spec"]
             self.assertEqual(spec["number_of_gpus"], 2)  # the job spans both ranks
 
+    def test_adapt(self):
+        """--adapt: the batch size changes during the run, from the size the server chose."""
+        with Server() as srv:
+            for kind in ("ramp", "memory", "noise"):
+                rc, (r,) = self.train(srv, "digits-adapt-" + kind, "--adapt", kind,
+                                      "--max-epochs", "4")
+                self.assertIn("mean_batch_size", r, r)
+                if kind == "ramp":  # from the smallest size up to the chosen one
+                    self.assertLess(r["mean_batch_size"], r["batch_size"])
+                if kind == "memory":  # the CPU reports no memory pressure: it grows
+                    self.assertGreater(r["mean_batch_size"], r["batch_size"])
+                t = srv.request("GET", "/jobs/digits-adapt-%s/trials" % kind)[1]["trials"][0]
+                self.assertEqual(t["batch_size"], r["batch_size"])
+                self.assertEqual(t["status"], "Succeeded")
+            # Data parallel: rank 0 decides, both ranks take the same sizes at the same steps.
+            rc, lines = self.train(srv, "digits-adapt-dp", "--adapt", "memory", "--world-size",
+                                   "2", "--max-epochs", "3")
+            self.assertEqual(sorted(l["rank"] for l in lines), [0, 1])
+            self.assertEqual(len({l["steps"] for l in lines}), 1, lines)
+            # The shards differ by one sample at most: so do the ranks' epochs.
+            self.assertLess(abs(lines[0]["mean_batch_size"] - lines[1]["mean_batch_size"]), 1)
+
 
 if __name__ == "__main__":
     unittest.main()
