@@ -55,7 +55,7 @@ def teacher():
     return dict(
         train=(x[:20000], y[:20000]), val=(x[20000:], y[20000:]),
         model=lambda: nn.Sequential(nn.Linear(d, 256), nn.ReLU(), nn.Linear(256, 10)),
-        sizes=[32, 64, 128, 256, 512, 1024], default=128, lr=0.05, target=0.85)
+        sizes=[32, 64, 128, 256, 512, 1024], default=128, lr=0.05, target=0.72)
 
 
 TASKS = {"digits": digits, "teacher": teacher}
@@ -132,7 +132,7 @@ def main():
     ap.add_argument("--lr-rule", default="sqrt", choices=bt.LRCoupling.RULES)
     ap.add_argument("--eval-every", type=float, default=0.25,
                     help="epochs between validations")
-    ap.add_argument("--max-epochs", type=int, default=40)
+    ap.add_argument("--max-epochs", type=int, default=20)
     ap.add_argument("--watts", type=float, default=65.0, help="for the energy estimate")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
