@@ -235,12 +235,17 @@ class NoiseScaleScaler(BatchSizeController):
         self.every, self.max_growth, self.warmup = int(every), float(max_growth), int(warmup)
         self._measured = 0
 
-    def _decide(self, samples: int, small: Optional[int] = None, grad_sq_small: Optional[float] = None,
-                grad_sq_big: Optional[float] = None, **_) -> int:
+    def _decide(self, samples: int, small: Optional[int] = None,
+                grad_sq_small: Optional[float] = None, grad_sq_big: Optional[float] = None,
+                **_) -> int:
         n = self.batch_size
-        if small and grad_sq_small is not None and grad_sq_big is not None and small < n:
-            self.noise.update(small, grad_sq_small, n, grad_sq_big)
-            self._measured += 1
+        # The big point is this step's batch (an epoch's last may be short of n); a step that
+        # brought no measurement decides nothing, so one estimate grows the size once.
+        if not (small and grad_sq_small is not None and grad_sq_big is not None
+                and small < samples):
+            return n
+        self.noise.update(small, grad_sq_small, samples, grad_sq_big)
+        self._measured += 1
         if self._measured < self.warmup or self._measured % self.every:
             return n
         want = min(self.noise.b_simple, n * self.max_growth)

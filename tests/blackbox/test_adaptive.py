@@ -247,6 +247,11 @@ class Controllers(unittest.TestCase):
             sizes.append(c.observe(samples=c.batch_size, **point(c.batch_size)))
         self.assertEqual(sizes[:4], [32, 64, 128, 200])  # at most doubling, then the scale
         self.assertEqual(sizes[-1], 200)
+        # Steps without a measurement decide nothing: one estimate grows the size once.
+        d = bt.NoiseScaleScaler(32, max_size=1024, every=1, warmup=1, smoothing=0.0)
+        self.assertEqual(d.observe(samples=32, **point(32)), 64)
+        for _ in range(3):
+            self.assertEqual(d.observe(samples=64), 64)
         # A noisier estimate below the size does not shrink it.
         self.assertEqual(c.observe(samples=200, small=8, grad_sq_small=1 + 50 / 8,
                                    grad_sq_big=1 + 50 / 200), 200)
