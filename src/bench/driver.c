@@ -276,9 +276,15 @@ static void start_unit(struct client *c)
         if (k < d->n_jobs) {
             c->registering = true;
             send_register(c, k);
+            return; /* its answer starts the next unit */
         }
-        c->parked = true; /* until the clock starts */
-        c->lp->n_parked++;
+        /* Only a client with nothing in flight waits for the clock: one parked with its
+         * registration in flight could be started twice (once by its answer, once by the
+         * clock) and send two requests on one connection. */
+        if (!c->parked) {
+            c->parked = true;
+            c->lp->n_parked++;
+        }
         return;
     }
     if (atomic_load(&d->stop) || c->lp->tally->failed) {
