@@ -71,6 +71,67 @@ static void register_fake_job(struct bso_session *s, struct bso_job_spec *spec,
                      0);
 }
 
+/* Counts a trial's stored progress points (trial_row's progress). */
+static int count_points(void *ctx, const struct bso_trial_row *row)
+{
+    size_t *n = ctx;
+    *n = 0;
+    for (const char *p = row->progress; p && (p = strstr(p, "[")) != NULL; p++)
+        (*n)++;
+    if (*n > 0)
+        (*n)--; /* the outer array */
+    return 0;
+}
+
+static size_t points_of_first_trial(struct bso_session *s, const char *job_id)
+{
+    size_t n = 0;
+    assert_int_equal(bso_session_begin_read(s), 0);
+    assert_int_equal(bso_session_list_trials(s, job_id, 0, 1, count_points, &n), 0);
+    bso_session_rollback(s);
+    return n;
+}
+
+/* A report with progress appends one point per epoch while the run lasts, at most
+ * BSO_PROGRESS_MAX; repeats and reports without it add nothing. */
+static void test_progress_points(void **state)
+{
+    (void)state;
+    struct bso_store *st = open_store("sqlite:///:memory:");
+    struct bso_session *s = session(st);
+    struct bso_job_spec spec;
+    struct bso_trial first;
+    register_fake_job(s, &spec, &first);
+    char msg[BSO_SVC_MSG_MAX];
+    struct bso_decision d;
+    struct bso_trial_key key = {spec.job_id, first.batch_size, first.number};
+    struct bso_report r = {.time = 1,
+                           .energy = 1,
+                           .metric = 0.1,
+                           .current_epoch = 1,
+                           .has_progress = true,
+                           .samples = 100,
+                           .mean_batch_size = 50};
+    assert_int_equal(points_of_first_trial(s, spec.job_id), 0);
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), 0);
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), 0); /* the same epoch again */
+    assert_int_equal(points_of_first_trial(s, spec.job_id), 1);
+    r.current_epoch = 2;
+    r.has_progress = false;
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), 0);
+    assert_int_equal(points_of_first_trial(s, spec.job_id), 1);
+    r.has_progress = true;
+    r.current_epoch = 3;
+    r.metric = 0.9; /* reaches the target: the run ends with this point */
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), 0);
+    assert_true(d.stop_train);
+    r.current_epoch = 4;
+    assert_int_equal(bso_svc_report(s, &key, &r, &d, msg), 0);
+    assert_int_equal(points_of_first_trial(s, spec.job_id), 2);
+    bso_session_release(s);
+    bso_store_close(st);
+}
+
 static void test_golden_across_restarts(void **state)
 {
     (void)state;
@@ -133,7 +194,7 @@ static void test_golden_across_restarts(void **state)
     assert_int_equal(bso_session_count_trials(s, id, counts), 0);
     assert_int_equal(counts[BSO_TRIAL_SUCCEEDED], 51);
     bso_session_release(s);
-    assert_int_equal(bso_store_schema_version(st), 10);
+    assert_int_equal(bso_store_schema_version(st), 11);
     bso_store_close(st);
 }
 
@@ -248,7 +309,7 @@ static void test_open_errors_and_migrations(void **state)
         bso_store_open("sqlite:////nonexistent-dir/x/y.db", NULL, &st, err, sizeof err), BSO_EIO);
     const char *sql = bso_store_migrations_sql("sqlite:///x.db");
     assert_non_null(strstr(sql, "CREATE TABLE job"));
-    assert_non_null(strstr(sql, "PRAGMA user_version = 10"));
+    assert_non_null(strstr(sql, "PRAGMA user_version = 11"));
     assert_null(bso_store_migrations_sql("nope://"));
     /* Zeus's async URL works. */
     char zeus[160];
@@ -287,21 +348,23 @@ static void test_upgrade_from_version_1(void **state)
     /* Turn it back into a version-1 database. */
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db,
-                                  "DROP TABLE job_origin; DROP TABLE power_profile; "
-                                  "ALTER TABLE job DROP COLUMN "
-                                  "power_profiled; DROP TABLE profile; ALTER TABLE job "
-                                  "DROP COLUMN unfit; DROP TABLE api_token; "
-                                  "DROP INDEX job_by_tenant; DROP INDEX trial_dispatched; "
-                                  "ALTER TABLE job DROP COLUMN tenant; "
-                                  "ALTER TABLE trial DROP COLUMN energy_source; "
-                                  "DROP TABLE bs_stat; ALTER TABLE job DROP COLUMN policy; "
-                                  "PRAGMA user_version = 1",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(
+            db,
+            "DROP TABLE job_origin; DROP TABLE power_profile; "
+            "ALTER TABLE job DROP COLUMN "
+            "power_profiled; DROP TABLE profile; ALTER TABLE job "
+            "DROP COLUMN unfit; DROP TABLE api_token; "
+            "DROP INDEX job_by_tenant; DROP INDEX trial_dispatched; "
+            "ALTER TABLE job DROP COLUMN tenant; "
+            "ALTER TABLE trial DROP COLUMN energy_source; ALTER TABLE trial DROP COLUMN progress; "
+            "DROP TABLE bs_stat; ALTER TABLE job DROP COLUMN policy; "
+            "PRAGMA user_version = 1",
+            NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(db);
     st = open_store(u);
-    assert_int_equal(bso_store_schema_version(st), 10);
+    assert_int_equal(bso_store_schema_version(st), 11);
     s = session(st);
     struct bso_report r = {
         .time = 1, .energy = 2, .metric = 0.9, .current_epoch = 1, .energy_source = "rapl"};
@@ -450,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_upgrade_from_version_1),
         cmocka_unit_test(test_lease_sweep),
         cmocka_unit_test(test_power_profiles),
+        cmocka_unit_test(test_progress_points),
         cmocka_unit_test(test_redact_url),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);

@@ -242,6 +242,23 @@ function jobView(job, trials) {
     { label: 'batch size', data: trials.map(t => t.batch_size), color: '#2458c6' }], { xLabel: 'trial', yLabel: 'batch size' });
   bsChart.id = 'chart-batch-size';
 
+  // Runs whose batch size changed while they trained (they report samples and mean batch
+  // size): each epoch's own batch size, for the latest five such runs.
+  const adaptive = trials.filter(t => t.progress && t.progress.length).slice(-5);
+  const runCharts = [];
+  if (adaptive.length) {
+    const epochs = Math.max(...adaptive.flatMap(t => t.progress.map(p => p.epoch)));
+    const xsEpoch = Array.from({ length: epochs }, (_, i) => i + 1);
+    const palette = ['#2458c6', '#137333', '#e37400', '#8e24aa', '#b3261e'];
+    const runChart = chart('Batch size during the latest runs', xsEpoch, adaptive.map((t, i) => {
+      const at = new Map(t.progress.map(p => [p.epoch, p.batch_size]));
+      return { label: `trial ${t.trial_number} (given ${t.batch_size})`, color: palette[i], lines: true,
+               data: xsEpoch.map(e => at.has(e) ? at.get(e) : null) };
+    }), { xLabel: 'epoch', yLabel: 'samples per step' });
+    runChart.id = 'chart-run-batch';
+    runCharts.push(runChart);
+  }
+
   // Cumulative energy and time against always running the default.
   const cum = (key) => { let a = 0; return trials.map(t => (a += t[key] || 0)); };
   const base = (per) => { let n = 0; return trials.map(t => per === undefined ? null : (n += t.converged ? 1 : 0) * per); };
@@ -293,7 +310,7 @@ function jobView(job, trials) {
       text: `The job changed: found after trial ${job.change_detected_at_trial}; what was learnt before weighs as one run per size.` }));
 
   return [el('h1', { id: 'job-title', text: job.job_id }), ...origin, cards,
-          el('div', { class: 'charts' }, costChart, timeline, bsChart, energy, time),
+          el('div', { class: 'charts' }, costChart, timeline, bsChart, ...runCharts, energy, time),
           el('h2', { text: 'Batch sizes' }), table, ...power,
           el('h2', { text: 'Specification' }), el('pre', { id: 'spec', text: JSON.stringify(spec, null, 2) })];
 }

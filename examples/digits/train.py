@@ -131,7 +131,11 @@ def run(rank, world_size, args):
             result["mean_batch_size"] = round(samples / steps * world_size, 1)
             acc = accuracy(net, xv, yv)
             result["epochs"], result["accuracy"] = epoch + 1, acc
-            opt.on_evaluate(acc)
+            if ctrl is not None:  # the server keeps how the batch size moved in this run
+                opt.on_evaluate(acc, samples=samples * world_size,
+                                mean_batch_size=samples / steps * world_size)
+            else:
+                opt.on_evaluate(acc)
             if opt.training_finished:
                 result["converged"] = True
                 break

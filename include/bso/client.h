@@ -71,6 +71,21 @@ BSO_API int bso_client_report(bso_client *c, const char *job_id, int64_t batch_s
                               int64_t epoch, const char *energy_source,
                               struct bso_report_answer *out);
 
+/* What a run whose batch size changes while it trains has done so far. */
+struct bso_run_progress {
+    int64_t samples;        /* samples processed in the run, all ranks together (>= 0) */
+    double mean_batch_size; /* their mean per optimizer step (> 0) */
+};
+
+/* bso_client_report that also sends the run's progress (NULL: none, as bso_client_report). The
+ * server keeps one point per epoch with the trial and shows them (GET /jobs/ID/trials); the
+ * policy still counts the run for the batch size it chose. */
+BSO_API int bso_client_report_progress(bso_client *c, const char *job_id, int64_t batch_size,
+                                       int64_t trial_number, double time_s, double energy_j,
+                                       double metric, int64_t epoch, const char *energy_source,
+                                       const struct bso_run_progress *progress,
+                                       struct bso_report_answer *out);
+
 /* Ends a trial that will not report (its run failed). */
 BSO_API int bso_client_end_trial(bso_client *c, const char *job_id, int64_t batch_size,
                                  int64_t trial_number);

@@ -43,6 +43,10 @@ class ReportAnswer(ctypes.Structure):
                 ("message", ctypes.c_char * 512)]
 
 
+class RunProgress(ctypes.Structure):
+    _fields_ = [("samples", ctypes.c_int64), ("mean_batch_size", ctypes.c_double)]
+
+
 class AccumPlan(ctypes.Structure):
     _fields_ = [("micro_batch", ctypes.c_int64), ("steps", ctypes.c_int64)]
 
@@ -110,6 +114,9 @@ for name, res, args in [
     ("bso_client_next", ctypes.c_int, [_p, _s, ctypes.POINTER(_i64), ctypes.POINTER(_i64)]),
     ("bso_client_report", ctypes.c_int, [_p, _s, _i64, _i64, ctypes.c_double, ctypes.c_double,
                                          ctypes.c_double, _i64, _s, ctypes.POINTER(ReportAnswer)]),
+    ("bso_client_report_progress", ctypes.c_int,
+     [_p, _s, _i64, _i64, ctypes.c_double, ctypes.c_double, ctypes.c_double, _i64, _s,
+      ctypes.POINTER(RunProgress), ctypes.POINTER(ReportAnswer)]),
     ("bso_client_end_trial", ctypes.c_int, [_p, _s, _i64, _i64]),
     ("bso_client_delete", ctypes.c_int, [_p, _s]),
     ("bso_client_get", ctypes.c_int, [_p, _s]),

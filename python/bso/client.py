@@ -64,11 +64,19 @@ class Client:
         return self.post("/jobs/%s/power" % urllib.parse.quote(job_id, safe=""), body)
 
     def report(self, job_id: str, batch_size: int, trial: int, time_s: float, energy_j: float,
-               metric: float, epoch: int, energy_source: Optional[str] = None) -> dict:
+               metric: float, epoch: int, energy_source: Optional[str] = None,
+               samples: Optional[int] = None, mean_batch_size: Optional[float] = None) -> dict:
+        """POST /report. samples and mean_batch_size (together): what a run whose batch
+        size changes has done so far; the server keeps them with the trial."""
         out = N.ReportAnswer()
         label = energy_source.encode() if energy_source else None
-        self._check(N.lib.bso_client_report(self._c, job_id.encode(), batch_size, trial, time_s,
-                                            energy_j, metric, epoch, label, ctypes.byref(out)))
+        if (samples is None) != (mean_batch_size is None):
+            raise ValueError("samples and mean_batch_size go together")
+        progress = (ctypes.byref(N.RunProgress(int(samples), float(mean_batch_size)))
+                    if samples is not None else None)
+        self._check(N.lib.bso_client_report_progress(
+            self._c, job_id.encode(), batch_size, trial, time_s, energy_j, metric, epoch, label,
+            progress, ctypes.byref(out)))
         return {"stop_train": out.stop_train, "converged": out.converged,
                 "message": out.message.decode()}
 

@@ -243,9 +243,15 @@ class BatchSizeOptimizer:
         self.energy_source = m.source
         return m.time, m.total_energy
 
-    def on_evaluate(self, metric: float) -> None:
+    def on_evaluate(self, metric: float, samples: Optional[int] = None,
+                    mean_batch_size: Optional[float] = None) -> None:
         """Reports this evaluation; sets training_finished when the server says stop, and raises
-        BSOTrainFailError when the run stopped without converging."""
+        BSOTrainFailError when the run stopped without converging. A run whose batch size
+        changes while it trains also passes samples (processed so far in the run, all ranks)
+        and mean_batch_size (their mean per optimizer step): the server keeps them with the
+        trial, and `bso show` and the dashboard show the run's batch size over time."""
+        if (samples is None) != (mean_batch_size is None):
+            raise ValueError("samples and mean_batch_size go together")
         if self.current_batch_size == 0:
             raise BSOOperationOrderError("Call get_batch_size to set the batch size first")
         if self.training_finished:
@@ -268,7 +274,8 @@ class BatchSizeOptimizer:
         elif self.rank == 0:
             answer = self._client.report(self.job_id, self.current_batch_size, self.trial_number,
                                          self.running_time, self.consumed_energy, float(metric),
-                                         self.cur_epoch, self.energy_source)
+                                         self.cur_epoch, self.energy_source, samples,
+                                         mean_batch_size)
         if self.world_size > 1:
             from . import torch as bso_torch
             answer = bso_torch.share_answer(answer)

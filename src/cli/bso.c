@@ -257,6 +257,58 @@ static void show_power(json_t *profiles)
     }
 }
 
+/* A run's batch size over time from its progress points (GET /jobs/ID/trials), as
+ * "32 32 48 64 (mean 44.1)": each epoch's own batch size, the middle of a long run elided.
+ * Empty when the run reported none. */
+static void batch_over_time(json_t *trial, char *buf, size_t cap)
+{
+    json_t *points = json_object_get(trial, "progress");
+    const size_t n = json_array_size(points), head = 3, tail = 4;
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && o < cap; i++) {
+        if (n > head + tail && i == head) {
+            o += (size_t)snprintf(buf + o, cap - o, "... ");
+            i = n - tail;
+        }
+        const double bs =
+            json_number_value(json_object_get(json_array_get(points, i), "batch_size"));
+        o += (size_t)snprintf(buf + o, cap - o, "%.0f ", bs);
+    }
+    if (n && o < cap)
+        snprintf(buf + o, cap - o, "(mean %.1f)",
+                 json_number_value(json_object_get(trial, "mean_batch_size")));
+}
+
+/* The latest runs that reported their batch size over time (at most the last five trials). */
+static void show_recent_progress(bso_client *cl, const char *job_id, int64_t last_trial)
+{
+    char suffix[64], path[1000];
+    snprintf(suffix, sizeof suffix, "/trials?after=%" PRId64,
+             last_trial > 5 ? last_trial - 5 : (int64_t)0);
+    job_path(job_id, suffix, path, sizeof path);
+    if (bso_client_get(cl, path) < 0)
+        return;
+    json_t *page = json_loads(bso_client_body(cl), 0, NULL), *t;
+    size_t i;
+    bool header = false;
+    json_array_foreach(json_object_get(page, "trials"), i, t)
+    {
+        char line[256];
+        batch_over_time(t, line, sizeof line);
+        if (!line[0])
+            continue;
+        if (!header)
+            printf("\nbatch size during the latest runs (per epoch):\n");
+        header = true;
+        printf("  trial %" PRId64 " (given %" PRId64 ", %s): %s\n",
+               (int64_t)json_integer_value(json_object_get(t, "trial_number")),
+               (int64_t)json_integer_value(json_object_get(t, "batch_size")), str(t, "status"),
+               line);
+    }
+    json_decref(page);
+}
+
 static int cmd_show(struct ctx *c)
 {
     bso_client *cl = c->cl;
@@ -334,6 +386,7 @@ static int cmd_show(struct ctx *c)
                (int64_t)json_integer_value(changed));
     if (json_array_size(json_object_get(job, "power_profiles")) > 0)
         show_power(json_object_get(job, "power_profiles"));
+    show_recent_progress(cl, c->argv[0], json_integer_value(json_object_get(trials, "total")));
     json_decref(job);
     return 0;
 }
@@ -345,11 +398,13 @@ static void trial_row(json_t *t)
     fmt_num(en, sizeof en, json_object_get(t, "energy"), 1);
     fmt_num(co, sizeof co, json_object_get(t, "cost"), 1);
     json_t *conv = json_object_get(t, "converged");
-    printf("%6" PRId64 " %10" PRId64 " %-12s %-10s %10s %12s %12s %s\n",
+    char over_time[256];
+    batch_over_time(t, over_time, sizeof over_time);
+    printf("%6" PRId64 " %10" PRId64 " %-12s %-10s %10s %12s %12s %-9s %s\n",
            (int64_t)json_integer_value(json_object_get(t, "trial_number")),
            (int64_t)json_integer_value(json_object_get(t, "batch_size")), str(t, "type"),
            str(t, "status"), tm, en, co,
-           json_is_boolean(conv) ? (json_is_true(conv) ? "yes" : "no") : "-");
+           json_is_boolean(conv) ? (json_is_true(conv) ? "yes" : "no") : "-", over_time);
 }
 
 static int cmd_trials(struct ctx *c)
@@ -357,8 +412,8 @@ static int cmd_trials(struct ctx *c)
     char base[1000];
     job_path(c->argv[0], "/trials?limit=1000", base, sizeof base);
     if (!c->json)
-        printf("%6s %10s %-12s %-10s %10s %12s %12s %s\n", "TRIAL", "BATCH", "TYPE", "STATUS",
-               "TIME (s)", "ENERGY (J)", "COST", "CONVERGED");
+        printf("%6s %10s %-12s %-10s %10s %12s %12s %-9s %s\n", "TRIAL", "BATCH", "TYPE", "STATUS",
+               "TIME (s)", "ENERGY (J)", "COST", "CONVERGED", "BATCH SIZE PER EPOCH");
     return each_row(c, base, "trials", trial_row);
 }
 

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,7 +288,8 @@ int bso_client_next(bso_client *c, const char *job_id, int64_t *batch_size, int6
 
 /* The JSON body naming a trial, plus the report fields when rep is given. */
 static char *trial_body(const char *job_id, int64_t bs, int64_t number, const double *rep,
-                        int64_t epoch, const char *energy_source)
+                        int64_t epoch, const char *energy_source,
+                        const struct bso_run_progress *progress)
 {
     json_t *o =
         rep ? json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:I}", "job_id", job_id, "batch_size",
@@ -297,6 +299,10 @@ static char *trial_body(const char *job_id, int64_t bs, int64_t number, const do
                         "trial_number", (json_int_t)number);
     if (o && energy_source)
         json_object_set_new(o, "energy_source", json_string(energy_source));
+    if (o && progress) {
+        json_object_set_new(o, "samples", json_integer((json_int_t)progress->samples));
+        json_object_set_new(o, "mean_batch_size", json_real(progress->mean_batch_size));
+    }
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(o);
     return text;
@@ -306,8 +312,21 @@ int bso_client_report(bso_client *c, const char *job_id, int64_t batch_size, int
                       double time_s, double energy_j, double metric, int64_t epoch,
                       const char *energy_source, struct bso_report_answer *out)
 {
+    return bso_client_report_progress(c, job_id, batch_size, trial_number, time_s, energy_j, metric,
+                                      epoch, energy_source, NULL, out);
+}
+
+int bso_client_report_progress(bso_client *c, const char *job_id, int64_t batch_size,
+                               int64_t trial_number, double time_s, double energy_j, double metric,
+                               int64_t epoch, const char *energy_source,
+                               const struct bso_run_progress *progress,
+                               struct bso_report_answer *out)
+{
+    if (progress && !(progress->samples >= 0 && progress->mean_batch_size > 0 &&
+                      isfinite(progress->mean_batch_size)))
+        return fail(c, BSO_EINVAL, "report: progress needs samples >= 0 and a mean batch size > 0");
     const double rep[3] = {time_s, energy_j, metric};
-    char *body = trial_body(job_id, batch_size, trial_number, rep, epoch, energy_source);
+    char *body = trial_body(job_id, batch_size, trial_number, rep, epoch, energy_source, progress);
     if (!body)
         return fail(c, BSO_EINVAL, "report: numbers JSON cannot carry (NaN or infinity?)");
     /* The server ignores repeats of a final report and stores nothing for others. */
@@ -321,7 +340,7 @@ int bso_client_report(bso_client *c, const char *job_id, int64_t batch_size, int
 int bso_client_end_trial(bso_client *c, const char *job_id, int64_t batch_size,
                          int64_t trial_number)
 {
-    char *body = trial_body(job_id, batch_size, trial_number, NULL, 0, NULL);
+    char *body = trial_body(job_id, batch_size, trial_number, NULL, 0, NULL, NULL);
     if (!body)
         return fail(c, BSO_ENOMEM, "out of memory");
     int rc = call(c, "PATCH", "/trials", body, true);

@@ -19,6 +19,12 @@ struct bso_report {
     int64_t current_epoch; /* 1-based count of evaluations */
     const char
         *energy_source; /* where the energy figure came from ("nvml-counter", ...), or NULL */
+    /* Optional, from a run whose batch size changes while it trains: the samples it processed so
+     * far and their mean per optimizer step. Recorded with the trial; the policy ignores them
+     * (the run counts for the batch size the server chose). */
+    bool has_progress;
+    int64_t samples;
+    double mean_batch_size;
 };
 
 struct bso_decision {

@@ -1,5 +1,6 @@
 /* Request decoding and response encoding; see codec.h. */
 #include "server/codec.h"
+#include "server/jbuf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -577,6 +578,8 @@ int bso_decode_trial_id(const char *body, size_t len, struct bso_report_req *req
     return ds->n == 0 ? 0 : BSO_EINVAL;
 }
 
+static void decode_progress(struct field_ctx *c, json_t *root, struct bso_report *r);
+
 int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
                       struct bso_details *ds)
 {
@@ -621,8 +624,40 @@ int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
             r->energy_source = req->energy_source;
         }
     }
+    decode_progress(&c, root, r);
     json_decref(root);
     return ds->n == 0 ? 0 : BSO_EINVAL;
+}
+
+/* BSO's optional progress of a run whose batch size changes: samples (a whole number >= 0) and
+ * mean_batch_size (> 0), both or neither. */
+static void decode_progress(struct field_ctx *c, json_t *root, struct bso_report *r)
+{
+    json_t *samples = field(c, root, "samples", false);
+    json_t *mean = field(c, root, "mean_batch_size", false);
+    if (samples && json_is_null(samples))
+        samples = NULL;
+    if (mean && json_is_null(mean))
+        mean = NULL;
+    if (!samples && !mean)
+        return;
+    if (!samples || !mean) {
+        bso_details_add(c->ds, "body", samples ? "mean_batch_size" : "samples", -1,
+                        "value_error.missing",
+                        "samples and mean_batch_size are sent together (or neither)");
+        return;
+    }
+    const size_t errors = c->ds->n;
+    c->field = "samples"; /* where a type error is reported */
+    if (to_int(c, samples, &r->samples) && r->samples < 0)
+        constraint(c->ds, "samples", "value_error.number.not_ge", 0,
+                   "ensure this value is greater than or equal to 0");
+    c->field = "mean_batch_size";
+    if (to_float(c, mean, &r->mean_batch_size) &&
+        !(r->mean_batch_size > 0 && isfinite(r->mean_batch_size)))
+        bso_details_add(c->ds, "body", "mean_batch_size", -1, "value_error.number.not_gt",
+                        "ensure this value is a finite number greater than 0");
+    r->has_progress = c->ds->n == errors;
 }
 
 /* One optional non-negative measurement; NAN (or -1 for integers) when absent or null. */
@@ -785,4 +820,43 @@ int bso_decode_transfer(const char *body, size_t len, char *from, size_t cap,
         job_id_field(&c, v, "from", from, cap);
     json_decref(root);
     return ds->n > 0 ? BSO_EINVAL : 0;
+}
+
+void bso_encode_progress(struct jbuf *b, const char *stored)
+{
+    json_t *points = stored ? json_loads(stored, 0, NULL) : NULL;
+    const size_t n = json_is_array(points) ? json_array_size(points) : 0;
+    json_t *last = n ? json_array_get(points, n - 1) : NULL;
+    jb_key(b, "samples");
+    last ? jb_int(b, json_integer_value(json_array_get(last, 2))) : jb_null(b);
+    jb_key(b, "mean_batch_size");
+    last ? jb_float(b, json_number_value(json_array_get(last, 3))) : jb_null(b);
+    jb_key(b, "progress");
+    jb_arr(b);
+    double samples_before = 0, steps_before = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *p = json_array_get(points, i);
+        const double samples = (double)json_integer_value(json_array_get(p, 2));
+        const double mean = json_number_value(json_array_get(p, 3));
+        const double steps = mean > 0 ? samples / mean : 0;
+        /* The steps since the point before; none (a report without new steps): the mean. */
+        const double recent =
+            steps - steps_before > 0.5 ? (samples - samples_before) / (steps - steps_before) : mean;
+        jb_obj(b);
+        jb_key(b, "epoch");
+        jb_int(b, json_integer_value(json_array_get(p, 0)));
+        jb_key(b, "time");
+        jb_float(b, json_number_value(json_array_get(p, 1)));
+        jb_key(b, "samples");
+        jb_int(b, (int64_t)samples);
+        jb_key(b, "mean_batch_size");
+        jb_float(b, mean);
+        jb_key(b, "batch_size");
+        jb_float(b, recent);
+        jb_end(b);
+        samples_before = samples;
+        steps_before = steps;
+    }
+    jb_end(b);
+    json_decref(points);
 }

@@ -708,6 +708,7 @@ static int trial_row(void *ctx, const struct bso_trial_row *r)
         jb_str(c->b, t->energy_source);
     else
         jb_null(c->b);
+    bso_encode_progress(c->b, r->progress);
     jb_end(c->b);
     c->rows++;
     c->last_number = t->number;

@@ -233,6 +233,9 @@ static int read_then_write(struct bso_session *s, const char *job_id, const char
     return finish(s, attempt(s, ctx, true, &changed, msg), what, msg);
 }
 
+/* Not a policy change (above the BSO_CHANGED_* bits): a progress point to append. */
+#define CHANGED_PROGRESS (1u << 30)
+
 struct report_ctx {
     const struct bso_trial_key *key;
     const struct bso_report *rep;
@@ -265,6 +268,19 @@ static int report_attempt(struct bso_session *s, void *ctx, bool write, unsigned
     }
     if (rc < 0)
         return rc;
+    /* A progress point is written before the report can end the trial (only a Dispatched one
+     * takes points); the read pass cannot tell whether it is stored already, so it asks for the
+     * write pass. */
+    const bool point =
+        rep->has_progress && trial.status == BSO_TRIAL_DISPATCHED && rep->current_epoch > 0;
+    if (point && write) {
+        const struct bso_progress_point pt = {rep->current_epoch, rep->time, rep->samples,
+                                              rep->mean_batch_size};
+        if ((rc = bso_session_add_progress(s, key->job_id, trial.number, &pt)) < 0) {
+            bso_job_clear(&job);
+            return db_error(s, rc, "report", msg);
+        }
+    }
     size_t arm = 0;
     rc = bso_job_report(&job, &trial, rep, c->out, changed, &arm);
     if (rc < 0)
@@ -272,6 +288,8 @@ static int report_attempt(struct bso_session *s, void *ctx, bool write, unsigned
     else if (write && *changed &&
              (rc = bso_session_save(s, &job, *changed, &trial, false, arm)) < 0)
         rc = db_error(s, rc, "report", msg);
+    if (rc == 0 && point)
+        *changed |= CHANGED_PROGRESS;
     bso_job_clear(&job);
     return rc;
 }

@@ -304,6 +304,7 @@ void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *ou
     snprintf(out->start_timestamp, sizeof out->start_timestamp, "%s", r->text(r->ctx, 7));
     snprintf(out->end_timestamp, sizeof out->end_timestamp, "%s", r->text(r->ctx, 8));
     snprintf(out->trial.energy_source, sizeof out->trial.energy_source, "%s", r->text(r->ctx, 9));
+    out->progress = r->null(r->ctx, 10) ? NULL : r->text(r->ctx, 10);
 }
 
 void bso_column_read_origin(const struct bso_row *r, struct bso_job_origin *out)

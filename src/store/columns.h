@@ -78,7 +78,7 @@ void bso_column_read_origin(const struct bso_row *r, struct bso_job_origin *out)
 void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out);
 /* id, tenant, admin, hint, created_at, revoked_at. */
 void bso_column_read_token(const struct bso_row *r, struct bso_token *out);
-/* A trial's columns, then start_timestamp, end_timestamp, energy_source. */
+/* A trial's columns, then start_timestamp, end_timestamp, energy_source, progress. */
 void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *out);
 
 /* The nine sums of a statistics row, in column order, for the writers. */

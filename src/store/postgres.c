@@ -167,6 +167,8 @@ static const char *const migrations[] = {
     "  transferred_at TEXT NOT NULL\n"
     ");\n"
     "UPDATE bs_stat SET total_runs = runs, total_successes = successes;\n",
+    /* 11: a run's progress when its batch size changes while it trains */
+    "ALTER TABLE trial ADD COLUMN progress TEXT; -- JSON [[epoch, time, samples, mean], ...]\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -208,6 +210,7 @@ enum stmt_id {
     ST_SAVE_POWER,
     ST_POWER_LIMIT,
     ST_SAVE_ORIGIN,
+    ST_ADD_PROGRESS,
     ST_LOAD_ORIGIN,
     ST_MARK_POWER,
     ST_LIST_POWER,
@@ -270,9 +273,10 @@ static const char *const stmt_sql[ST_COUNT] = {
                      " min_cost_batch_size, created_at, tenant FROM job WHERE job_id > $1"
                      " AND ($3::text IS NULL OR coalesce(tenant, '') = $3) ORDER BY job_id"
                      " LIMIT $2",
-    [ST_LIST_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged,"
-                       " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = $1"
-                       " AND trial_number > $2 ORDER BY trial_number LIMIT $3",
+    [ST_LIST_TRIALS] =
+        "SELECT trial_number, batch_size, type, status, time, energy, converged,"
+        " start_timestamp, end_timestamp, energy_source, progress FROM trial WHERE job_id = $1"
+        " AND trial_number > $2 ORDER BY trial_number LIMIT $3",
     [ST_TALLY_JOBS] = "SELECT stage, count(*) FROM job GROUP BY stage",
     [ST_TALLY_TRIALS] = "SELECT status, count(*) FROM trial GROUP BY status",
     [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = $1 GROUP BY status",
@@ -328,6 +332,13 @@ static const char *const stmt_sql[ST_COUNT] = {
                        " VALUES ($1, $2, $3, " NOW_TEXT ") ON CONFLICT (job_id) DO UPDATE SET"
                        " from_job = EXCLUDED.from_job, sizes = EXCLUDED.sizes,"
                        " transferred_at = EXCLUDED.transferred_at",
+    /* As in sqlite.c: one point per epoch while Dispatched, at most BSO_PROGRESS_MAX. */
+    [ST_ADD_PROGRESS] =
+        "UPDATE trial SET progress = (coalesce(progress, '[]')::jsonb || jsonb_build_array("
+        "jsonb_build_array($3::bigint, $4::float8, $5::bigint, $6::float8)))::text"
+        " WHERE job_id = $1 AND trial_number = $2 AND status = 'Dispatched'"
+        " AND coalesce((progress::jsonb -> -1 ->> 0)::bigint, 0) < $3"
+        " AND coalesce(jsonb_array_length(progress::jsonb), 0) < " BSO_PROGRESS_MAX_TEXT,
     [ST_LOAD_ORIGIN] = "SELECT from_job, sizes, transferred_at FROM job_origin WHERE job_id = $1",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
                       " FROM power_profile WHERE job_id = $1 ORDER BY batch_size",
@@ -1258,6 +1269,19 @@ static int be_save_origin(struct bso_session *base, const char *job_id,
     return run_done(ps(base), ST_SAVE_ORIGIN, &p, "save origin");
 }
 
+static int be_add_progress(struct bso_session *base, const char *job_id, int64_t number,
+                           const struct bso_progress_point *pt)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_int(&p, number);
+    p_int(&p, pt->epoch);
+    p_double(&p, pt->time);
+    p_int(&p, pt->samples);
+    p_double(&p, pt->mean_batch_size);
+    return run_done(ps(base), ST_ADD_PROGRESS, &p, "add progress");
+}
+
 static int be_load_origin(struct bso_session *base, const char *job_id, struct bso_job_origin *o)
 {
     struct params p = {.n = 0};
@@ -1456,6 +1480,7 @@ const struct bso_store_ops bso_postgres_ops = {
     .save_power = be_save_power,
     .power_limit = be_power_limit,
     .save_origin = be_save_origin,
+    .add_progress = be_add_progress,
     .load_origin = be_load_origin,
     .list_power = be_list_power,
     .save_unfit = be_save_unfit,

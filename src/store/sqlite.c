@@ -163,6 +163,8 @@ static const char *const migrations[] = {
     "  transferred_at TEXT NOT NULL\n"
     ");\n"
     "UPDATE bs_stat SET total_runs = runs, total_successes = successes;\n",
+    /* 11: a run's progress when its batch size changes while it trains */
+    "ALTER TABLE trial ADD COLUMN progress TEXT; -- JSON [[epoch, time, samples, mean], ...]\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -196,6 +198,7 @@ enum stmt_id {
     ST_SAVE_POWER,
     ST_POWER_LIMIT,
     ST_SAVE_ORIGIN,
+    ST_ADD_PROGRESS,
     ST_LOAD_ORIGIN,
     ST_MARK_POWER,
     ST_LIST_POWER,
@@ -263,9 +266,10 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
                      " min_cost_batch_size, created_at, tenant FROM job WHERE job_id > ?1"
                      " AND (?3 IS NULL OR coalesce(tenant, '') = ?3) ORDER BY job_id LIMIT ?2",
-    [ST_LIST_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged,"
-                       " start_timestamp, end_timestamp, energy_source FROM trial WHERE job_id = ?1"
-                       " AND trial_number > ?2 ORDER BY trial_number LIMIT ?3",
+    [ST_LIST_TRIALS] =
+        "SELECT trial_number, batch_size, type, status, time, energy, converged,"
+        " start_timestamp, end_timestamp, energy_source, progress FROM trial WHERE job_id = ?1"
+        " AND trial_number > ?2 ORDER BY trial_number LIMIT ?3",
     [ST_TALLY_JOBS] = "SELECT stage, count(*) FROM job GROUP BY stage",
     [ST_TALLY_TRIALS] = "SELECT status, count(*) FROM trial GROUP BY status",
     [ST_COUNT_TRIALS] = "SELECT status, count(*) FROM trial WHERE job_id = ?1 GROUP BY status",
@@ -300,6 +304,13 @@ static const char *const stmt_sql[ST_COUNT] = {
         "SELECT power_limit FROM power_profile WHERE job_id = ?1 AND batch_size = ?2",
     [ST_SAVE_ORIGIN] = "INSERT OR REPLACE INTO job_origin (job_id, from_job, sizes, transferred_at)"
                        " VALUES (?1, ?2, ?3, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    /* Appends a point while the run is Dispatched, once per epoch (a repeated report adds
+     * nothing), and keeps at most BSO_PROGRESS_MAX points. */
+    [ST_ADD_PROGRESS] =
+        "UPDATE trial SET progress = json_insert(coalesce(progress, '[]'), '$[#]',"
+        " json_array(?3, ?4, ?5, ?6)) WHERE job_id = ?1 AND trial_number = ?2"
+        " AND status = 'Dispatched' AND coalesce(json_extract(progress, '$[#-1][0]'), 0) < ?3"
+        " AND coalesce(json_array_length(progress), 0) < " BSO_PROGRESS_MAX_TEXT,
     [ST_LOAD_ORIGIN] = "SELECT from_job, sizes, transferred_at FROM job_origin WHERE job_id = ?1",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
                       " FROM power_profile WHERE job_id = ?1 ORDER BY batch_size",
@@ -1447,6 +1458,21 @@ static int be_save_origin(struct bso_session *s, const char *job_id, const struc
     return step_done(s, st, "save origin");
 }
 
+static int be_add_progress(struct bso_session *s, const char *job_id, int64_t number,
+                           const struct bso_progress_point *pt)
+{
+    sqlite3_stmt *st = stmt(s, ST_ADD_PROGRESS);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, number);
+    sqlite3_bind_int64(st, 3, pt->epoch);
+    sqlite3_bind_double(st, 4, pt->time);
+    sqlite3_bind_int64(st, 5, pt->samples);
+    sqlite3_bind_double(st, 6, pt->mean_batch_size);
+    return step_done(s, st, "add progress");
+}
+
 static int be_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o)
 {
     sqlite3_stmt *st = stmt(s, ST_LOAD_ORIGIN);
@@ -1631,6 +1657,7 @@ const struct bso_store_ops bso_sqlite_ops = {
     .save_power = be_save_power,
     .power_limit = be_power_limit,
     .save_origin = be_save_origin,
+    .add_progress = be_add_progress,
     .load_origin = be_load_origin,
     .list_power = be_list_power,
     .save_unfit = be_save_unfit,

@@ -597,6 +597,12 @@ int bso_session_save_origin(struct bso_session *s, const char *job_id,
     return s->ops->save_origin(s, job_id, o);
 }
 
+int bso_session_add_progress(struct bso_session *s, const char *job_id, int64_t number,
+                             const struct bso_progress_point *pt)
+{
+    return s->ops->add_progress(s, job_id, number, pt); /* trial rows are not cached */
+}
+
 int bso_session_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o)
 {
     const int rc = ensure_tx(s);

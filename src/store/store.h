@@ -126,7 +126,27 @@ struct bso_trial_row {
     struct bso_trial trial;
     char start_timestamp[32];
     char end_timestamp[32]; /* empty while Dispatched */
+    /* The run's progress points as the store keeps them, JSON [[epoch, time, samples,
+     * mean_batch_size], ...] (bso_session_add_progress); NULL when it sent none. Valid during
+     * the callback only. */
+    const char *progress;
 };
+
+/* One point of a run's progress: after `epoch` evaluations and `time` seconds, `samples`
+ * samples processed at `mean_batch_size` samples per optimizer step on average. */
+struct bso_progress_point {
+    int64_t epoch;
+    double time;
+    int64_t samples;
+    double mean_batch_size;
+};
+/* The most points a trial keeps; later ones are dropped. */
+#define BSO_PROGRESS_MAX 1000
+
+/* Appends pt to trial `number` of job_id while it is Dispatched and pt->epoch is past its last
+ * point (a repeated report adds nothing). 0 also when nothing was added. */
+int bso_session_add_progress(struct bso_session *s, const char *job_id, int64_t number,
+                             const struct bso_progress_point *pt);
 
 /* Calls fn for up to limit trials of job_id numbered above `after`, ascending. */
 int bso_session_list_trials(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,

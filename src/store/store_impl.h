@@ -29,6 +29,11 @@ struct bso_session {
     char scope[BSO_TENANT_MAX + 1];
 };
 
+/* BSO_PROGRESS_MAX as text, for the SQL that enforces it. */
+#define BSO_TEXT_OF_(x) #x
+#define BSO_TEXT_OF(x) BSO_TEXT_OF_(x)
+#define BSO_PROGRESS_MAX_TEXT BSO_TEXT_OF(BSO_PROGRESS_MAX)
+
 struct bso_store_ops {
     const char *name;
     /* Opens the backend for target (the URL after its scheme) and migrates it. */
@@ -84,6 +89,8 @@ struct bso_store_ops {
     int (*power_limit)(struct bso_session *s, const char *job_id, int64_t batch_size,
                        double *limit_w);
     int (*save_origin)(struct bso_session *s, const char *job_id, const struct bso_job_origin *o);
+    int (*add_progress)(struct bso_session *s, const char *job_id, int64_t number,
+                        const struct bso_progress_point *pt);
     int (*load_origin)(struct bso_session *s, const char *job_id, struct bso_job_origin *o);
     int (*list_power)(struct bso_session *s, const char *job_id,
                       int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx);

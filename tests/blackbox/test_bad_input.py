@@ -95,6 +95,11 @@ class BadInput(unittest.TestCase):
             (dict(base, current_epoch=-1), "current_epoch"),
             ({k: v for k, v in base.items() if k != "metric"}, "metric"),
             (dict(base, job_id=None), "job_id"),
+            (dict(base, samples=10), "mean_batch_size"),
+            (dict(base, mean_batch_size=8), "samples"),
+            (dict(base, samples=-1, mean_batch_size=8), "samples"),
+            (dict(base, samples=10, mean_batch_size=0), "mean_batch_size"),
+            (dict(base, samples=10, mean_batch_size="big"), "mean_batch_size"),
         ]
         for body, field in cases:
             with self.subTest(field=field, body=body):

@@ -83,6 +83,32 @@ class Cli(unittest.TestCase):
         self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+-\s+-\s+-\n")
         self.assertIn("best batch size so far: 64 (lowest expected cost 2300.0)", show)
 
+    def test_batch_size_over_time(self):
+        """Runs that report their samples and mean batch size: `bso trials` and `bso show`
+        print each epoch's batch size (a long run with its middle elided)."""
+        spec = {"job_id": "cli-adapt", "job_id_prefix": "cli", "batch_sizes": [16, 32, 64],
+                "default_batch_size": 32, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100", "target_metric": 0.9, "max_epochs": 20}
+        self.assertEqual(self.bso("register", "-", stdin=json.dumps(spec)).returncode, 0)
+        t = json.loads(self.bso("--json", "next", "cli-adapt").stdout)
+        samples = steps = 0
+        for epoch, size in enumerate([16, 32, 48, 64, 64, 64, 64, 64, 96, 128], 1):
+            samples, steps = samples + 10 * size, steps + 10
+            status, _ = self.srv.request("POST", "/report", {
+                "job_id": "cli-adapt", "batch_size": t["batch_size"],
+                "trial_number": t["trial_number"], "time": epoch, "energy": 100 * epoch,
+                "metric": 0.95 if epoch == 10 else 0.5, "current_epoch": epoch,
+                "samples": samples, "mean_batch_size": samples / steps})
+            self.assertEqual(status, 200)
+        mean = "(mean %.1f)" % (samples / steps)
+        trials = self.bso("trials", "cli-adapt").stdout
+        self.assertIn("BATCH SIZE PER EPOCH", trials)
+        self.assertIn("16 32 48 ... 64 64 96 128 " + mean, trials)
+        show = self.bso("show", "cli-adapt").stdout
+        self.assertIn("batch size during the latest runs (per epoch):", show)
+        self.assertIn("trial %d (given %d, Succeeded): 16 32 48 ... 64 64 96 128 %s"
+                      % (t["trial_number"], t["batch_size"], mean), show)
+
     def test_crashing_sizes_and_reset(self):
         """Runs that end without a report (out of memory) three times in a row make a size
         infeasible, under either policy; `bso show` says so; `bso reset` starts afresh."""

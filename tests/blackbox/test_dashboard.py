@@ -68,6 +68,23 @@ class Dashboard(unittest.TestCase):
         req.add_header("Authorization", "Bearer " + cls.token)
         with urllib.request.urlopen(req, timeout=30) as r:
             assert json.loads(r.read())["transferred_from"]["job_id"] == bso_jobs[1]
+        # Two runs whose batch size changed while they trained (3 and 4 epochs).
+        spec = {"job_id": "adapt-demo", "job_id_prefix": "adapt", "batch_sizes": [32, 64, 128],
+                "default_batch_size": 64, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100", "target_metric": 0.9, "max_epochs": 10,
+                "policy": "zeus", "beta_knob": None}  # no early stop: every epoch reports
+        cls.call("POST", "/jobs", spec)
+        for sizes in ([32, 48, 64], [64, 96, 128, 128]):
+            t = cls.get("/jobs/batch_size?job_id=adapt-demo")
+            samples = steps = 0
+            for epoch, size in enumerate(sizes, 1):
+                samples, steps = samples + 20 * size, steps + 20
+                cls.call("POST", "/report", {
+                    "job_id": "adapt-demo", "batch_size": t["batch_size"],
+                    "trial_number": t["trial_number"], "time": 10.0 * epoch,
+                    "energy": 900.0 * epoch, "metric": 0.95 if epoch == len(sizes) else 0.5,
+                    "current_epoch": epoch, "samples": samples,
+                    "mean_batch_size": samples / steps})
         cls.jobs = []
         for j in cls.get("/jobs")["jobs"]:
             job = cls.get("/jobs/" + j["job_id"])
@@ -75,13 +92,27 @@ class Dashboard(unittest.TestCase):
                              "batch_sizes": len(job["spec"]["batch_sizes"]),
                              "default_batch_size": job["spec"]["default_batch_size"],
                              "power_profiles": len(job["power_profiles"]),
-                             "origin": (job["transferred_from"] or {}).get("job_id")})
+                             "origin": (job["transferred_from"] or {}).get("job_id"),
+                             "screenshot": j["job_id"] == "adapt-demo",
+                             "progress_points": sum(len(p) for p in [
+                                 t["progress"] for t in
+                                 cls.get("/jobs/%s/trials" % j["job_id"])["trials"]
+                                 if t["progress"]][-5:])})
         assert any(j["power_profiles"] for j in cls.jobs), "no job profiled power limits"
         assert sum(1 for j in cls.jobs if j["origin"]) == 1
 
     @classmethod
     def tearDownClass(cls):
         cls.srv.__exit__(None, None, None)
+
+    @classmethod
+    def call(cls, method, path, body):
+        req = urllib.request.Request(cls.url + path, method=method,
+                                     data=json.dumps(body).encode())
+        req.add_header("Authorization", "Bearer " + cls.token)
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
 
     @classmethod
     def get(cls, path, token=True, raw=False):
@@ -97,7 +128,8 @@ class Dashboard(unittest.TestCase):
             if REQUIRED:
                 self.fail("chromium or playwright-core is missing (%s, %s)" % (CHROMIUM, MODULES))
             self.skipTest("no chromium or playwright-core here")
-        self.assertEqual(len(self.jobs), 6)
+        self.assertEqual(len(self.jobs), 7)
+        self.assertEqual([j["progress_points"] for j in self.jobs if j["progress_points"]], [7])
         out_dir = os.environ.get("BSO_UI_ARTIFACTS") or tempfile.mkdtemp(prefix="bso-ui-")
         os.makedirs(out_dir, exist_ok=True)
         expected = os.path.join(out_dir, "expected.json")

@@ -229,6 +229,41 @@ class PythonClient(unittest.TestCase):
                                    spec(job_id="test-other", transfer_from="test-nope"))
         self.assertIn("Unknown job(test-nope)", str(e.exception))
 
+    def test_batch_size_over_time(self):
+        """A run whose batch size changes reports its samples and mean batch size; the trial
+        shows one point per epoch, with each epoch's own batch size, and keeps them once the run
+        ends. A repeated epoch adds nothing, and a run that reports none shows none."""
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec())
+        bs = opt.get_batch_size()
+        opt.on_train_begin()
+        # Epoch 1: 10 steps of bs / 2; epoch 2: 5 steps of bs; epoch 3: 4 steps of 2 bs.
+        plan = [(10, bs // 2), (5, bs), (4, 2 * bs)]
+        samples = steps = 0
+        for (n, size), metric in zip(plan, (0.3, 0.4, 0.6)):
+            samples, steps = samples + n * size, steps + n
+            opt.on_evaluate(metric, samples=samples, mean_batch_size=samples / steps)
+        self.assertTrue(opt.training_finished)
+        client = bso.Client(self.url)
+        client.report("test-client", bs, 1, 9, 9, 0.6, 2, samples=1, mean_batch_size=1)
+        trial = self.srv.request("GET", "/jobs/test-client/trials")[1]["trials"][0]
+        self.assertEqual(trial["status"], "Succeeded")
+        self.assertEqual([p["epoch"] for p in trial["progress"]], [1, 2, 3])
+        self.assertEqual([round(p["batch_size"]) for p in trial["progress"]],
+                         [size for _, size in plan])
+        self.assertEqual(trial["samples"], samples)
+        self.assertAlmostEqual(trial["mean_batch_size"], samples / steps)
+        self.assertEqual([p["samples"] for p in trial["progress"]],
+                         [5 * bs, 10 * bs, 18 * bs])
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec())
+        opt.get_batch_size()
+        opt.on_train_begin()
+        opt.on_evaluate(0.3)
+        trial = self.srv.request("GET", "/jobs/test-client/trials")[1]["trials"][1]
+        self.assertEqual((trial["samples"], trial["mean_batch_size"], trial["progress"]),
+                         (None, None, []))
+        with self.assertRaises(ValueError):
+            opt.on_evaluate(0.3, samples=10)
+
     def test_converge_fail(self):
         opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(beta_knob=None))
         opt.get_batch_size()

@@ -64,6 +64,8 @@ try {
     check((await page.$$('#sizes tbody tr')).length === job.batch_sizes, `${job.job_id}: a row per batch size`);
     check((await page.$$('#power tr.chosen')).length === job.power_profiles, `${job.job_id}: ${job.power_profiles} chosen power limits`);
     check(JSON.parse(await page.textContent('#spec')).default_batch_size === job.default_batch_size, `${job.job_id}: the spec`);
+    const runPoints = await page.$('#chart-run-batch') ? await points('chart-run-batch') : 0;
+    check(runPoints === (job.progress_points || 0), `${job.job_id}: ${job.progress_points || 0} points of batch size during runs`);
     const origin = await page.$('#origin a');
     check(job.origin ? origin !== null && (await origin.textContent()) === job.origin : origin === null,
       `${job.job_id}: ${job.origin ? 'transferred from ' + job.origin : 'no origin'}`);
