@@ -103,6 +103,9 @@ def run(rank, world_size, args):
     ctrl = adapt_controller(args.adapt, per_rank, max(1, BATCH_SIZES[-1] // world_size))
     coupling = bt.LRCoupling(sgd, per_rank, "sqrt",
                              say=lambda line: print(line, file=sys.stderr)) if ctrl else None
+    # ramp and memory go through ControlledStep (timing, memory, out-of-memory retries).
+    stepper = (bt.ControlledStep(ctrl, net, sgd, nn.functional.cross_entropy)
+               if args.adapt in ("ramp", "memory") else None)
     steps = samples = 0
     status = 0
     opt.on_train_begin()
@@ -115,6 +118,8 @@ def run(rank, world_size, args):
                         net, sgd, nn.functional.cross_entropy, (xt[idx], yt[idx]),
                         max(1, len(idx) // 4))
                     measured = dict(small=small, grad_sq_small=sq_small, grad_sq_big=sq_big)
+                elif stepper is not None:
+                    n = stepper.step((xt[idx], yt[idx]))
                 else:
                     began = time.perf_counter()
                     sgd.zero_grad()
@@ -123,7 +128,9 @@ def run(rank, world_size, args):
                     measured = dict(seconds=time.perf_counter() - began)
                 steps, samples = steps + 1, samples + len(idx)
                 if ctrl is not None:  # rank 0 decides; every rank takes the same size
-                    n = bt.sync_batch_size(ctrl.observe(samples=len(idx), **measured))
+                    if stepper is None:
+                        n = ctrl.observe(samples=len(idx), **measured)
+                    n = bt.sync_batch_size(n)
                     if n != sampler.batch_size:
                         sampler.set_batch_size(n)
                         coupling.apply(n)

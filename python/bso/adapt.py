@@ -146,15 +146,24 @@ class MemoryScaler(BatchSizeController):
         self._grew_from = None
         self.ooms = 0
 
+    def out_of_memory(self) -> int:
+        """The current size ran out of memory (a step to be retried, not one that counts):
+        the smaller size to retry at, which then holds for `cooldown` steps."""
+        return self._answer(self._shrink(oom=True))
+
+    def _shrink(self, oom: bool) -> int:
+        n = self.batch_size
+        if oom:  # what failed does not fit: never again in this run
+            self.ooms += 1
+            self.max_size = max(self.min_size, min(self.max_size, n - 1))
+        self._calm, self._hold, self._grew_from = 0, self.cooldown, None
+        return self._step_down(n)
+
     def _decide(self, samples: int, seconds: Optional[float] = None,
                 memory: Optional[float] = None, oom: bool = False, **_) -> int:
         n = self.batch_size
         if oom or (memory is not None and memory > self.high):
-            if oom:  # what failed does not fit: never again in this run
-                self.ooms += 1
-                self.max_size = max(self.min_size, min(self.max_size, n - 1))
-            self._calm, self._hold, self._grew_from = 0, self.cooldown, None
-            return self._step_down(n)
+            return self._shrink(oom)
         if seconds and seconds > 0:
             r, rate = self._rates.get(n), samples / seconds
             self._rates[n] = rate if r is None else 0.8 * r + 0.2 * rate

@@ -7,9 +7,13 @@
   retried from scratch: no sample is lost, no gradient counted twice) and growing it again
   after a stretch of steps with memory to spare. The effective batch size, and so the
   optimisation the server measures, never changes.
+* ControlledStep: a step for a batch size that changes during the run (bso/adapt.py): it
+  measures the step for the controller, splits a batch larger than fits into micro-batches,
+  and retries a step that runs out of memory (smaller, under a MemoryScaler).
 * scale_lr: the linear and square-root rules for a learning rate tuned at another batch size.
 """
 import math
+import time
 from typing import Callable, Optional, Sequence, Tuple, Type
 
 import torch
@@ -67,12 +71,41 @@ def default_oom_errors() -> Tuple[Type[BaseException], ...]:
     return tuple(e for e in errors if e is not None) or (RuntimeError,)
 
 
-def _cuda_headroom(fraction: float) -> bool:
+def cuda_memory_fraction() -> Optional[float]:
+    """The peak memory PyTorch allocated on the current CUDA device since its peak was last
+    reset (torch.cuda.reset_peak_memory_stats), as a fraction of the device; None without
+    CUDA. What MemoryScaler's watermarks compare with."""
     if not torch.cuda.is_available():
-        return True
+        return None
     dev = torch.cuda.current_device()
     total = torch.cuda.get_device_properties(dev).total_memory
-    return torch.cuda.max_memory_allocated(dev) < fraction * total
+    return torch.cuda.max_memory_allocated(dev) / total
+
+
+def _cuda_headroom(fraction: float) -> bool:
+    used = cuda_memory_fraction()
+    return used is None or used < fraction
+
+
+class _Snapshot:
+    """What a step that runs out of memory must put back before it is retried: the model's
+    buffers (e.g. batch-norm statistics), the random state, and no gradient."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self.buffers = [b.detach().clone() for b in model.buffers()]
+        self.rng = torch.get_rng_state()
+        self.cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+
+    def restore(self, optimizer: torch.optim.Optimizer) -> None:
+        optimizer.zero_grad(set_to_none=True)  # the failed attempt's part
+        with torch.no_grad():
+            for b, saved in zip(self.model.buffers(), self.buffers):
+                b.copy_(saved)
+        torch.set_rng_state(self.rng)
+        if self.cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self.cuda_rng)
+            torch.cuda.empty_cache()
 
 
 class AdaptiveMicroBatcher:
@@ -103,9 +136,7 @@ class AdaptiveMicroBatcher:
 
     def step(self, batch: Sequence[torch.Tensor]) -> float:
         """One optimizer step over the effective batch; the batch's mean loss."""
-        buffers = [b.detach().clone() for b in self.model.buffers()]
-        rng = torch.get_rng_state()
-        cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+        snapshot = _Snapshot(self.model)
         if torch.cuda.is_available():
             torch.cuda.reset_peak_memory_stats()
         while True:
@@ -114,14 +145,7 @@ class AdaptiveMicroBatcher:
                                        self.micro_batch, step=False)
                 break
             except self.oom_errors:
-                self.optimizer.zero_grad(set_to_none=True)  # the failed attempt's part
-                with torch.no_grad():
-                    for b, saved in zip(self.model.buffers(), buffers):
-                        b.copy_(saved)
-                torch.set_rng_state(rng)
-                if cuda_rng is not None:
-                    torch.cuda.set_rng_state_all(cuda_rng)
-                    torch.cuda.empty_cache()
+                snapshot.restore(self.optimizer)
                 if self.micro_batch <= self.min_micro:
                     raise
                 self.micro_batch = max(self.min_micro, self.micro_batch // 2)
@@ -135,3 +159,61 @@ class AdaptiveMicroBatcher:
             self.grown += 1
             self._calm = 0
         return loss
+
+
+class ControlledStep:
+    """Training steps for a batch size that changes during the run (bso/adapt.py): step(batch)
+    runs one optimizer step over the batch the loader gave and returns the controller's next
+    batch size. It times the step and reads its memory (memory(), default
+    cuda_memory_fraction: None on a CPU) for the controller. A batch larger than max_micro
+    (what fits: the probe's largest size) is trained in micro-batches of at most max_micro,
+    with the gradients of the whole batch. A step that runs out of memory is retried on the
+    same batch after its model buffers and random state are put back (no sample lost, no
+    gradient counted twice): with a MemoryScaler the batch size shrinks and the retry is cut
+    into micro-batches of the new size; with other controllers the batch size is theirs to keep
+    and only the micro-batch halves (then stays, as max_micro). Raises the out-of-memory error
+    when one sample does not fit."""
+
+    def __init__(self, controller, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                 loss_fn: Callable[..., torch.Tensor], *, max_micro: Optional[int] = None,
+                 oom_errors: Optional[Tuple[Type[BaseException], ...]] = None,
+                 memory: Optional[Callable[[], Optional[float]]] = None):
+        if max_micro is not None and max_micro < 1:
+            raise ValueError("max_micro must be positive")
+        self.controller = controller
+        self.model, self.optimizer, self.loss_fn = model, optimizer, loss_fn
+        self.max_micro = max_micro
+        self.oom_errors = oom_errors or default_oom_errors()
+        self.memory = memory or cuda_memory_fraction
+        self.ooms = 0
+        self.loss = float("nan")  # the last step's mean loss
+
+    def step(self, batch: Sequence[torch.Tensor], **measured) -> int:
+        """One step over batch; measured (e.g. loss) goes to the controller as well."""
+        n = batch[0].shape[0]
+        micro = min(n, self.max_micro or n)
+        snapshot = _Snapshot(self.model)
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+        began, failed = time.perf_counter(), False
+        while True:
+            try:
+                self.loss = accumulate_step(self.model, self.optimizer, self.loss_fn, batch,
+                                            micro, step=False)
+                break
+            except self.oom_errors:
+                snapshot.restore(self.optimizer)
+                if micro <= 1:
+                    raise
+                self.ooms += 1
+                failed = True
+                shrink = getattr(self.controller, "out_of_memory", None)
+                smaller = shrink() if shrink is not None else micro // 2
+                micro = max(1, min(smaller, micro // 2))
+                if shrink is None:
+                    self.max_micro = micro  # what failed does not fit: stay below it
+        self.optimizer.step()
+        if failed:  # the retry's timing and memory say nothing of the size: count it only
+            return self.controller.observe(samples=n, loss=self.loss, **measured)
+        return self.controller.observe(samples=n, seconds=time.perf_counter() - began,
+                                       memory=self.memory(), loss=self.loss, **measured)

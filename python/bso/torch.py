@@ -55,5 +55,6 @@ def sync_batch_size(batch_size: int) -> int:
 # (bso/resize.py) and the controllers that change it (bso/adapt.py): `bso.torch.<name>`.
 from .adapt import (BatchSizeController, LRCoupling, MemoryScaler, NoiseScale,  # noqa: E402,F401
                     NoiseScaleScaler, RampSchedule, noise_scale_step)
-from .microbatch import AdaptiveMicroBatcher, accumulate_step, scale_lr  # noqa: E402,F401
+from .microbatch import (AdaptiveMicroBatcher, ControlledStep, accumulate_step,  # noqa: E402,F401
+                         cuda_memory_fraction, scale_lr)
 from .resize import ResizableBatchSampler, ResizableLoader  # noqa: E402,F401

@@ -282,5 +282,102 @@ class Controllers(unittest.TestCase):
                 bt.LRCoupling(**kw)
 
 
+class FakeOOM(RuntimeError):
+    pass
+
+
+class Tight(torch.nn.Module):
+    """A linear model that 'runs out of memory' on a micro-batch larger than fits, and counts
+    its forward passes in a buffer (which a retried step must put back)."""
+
+    def __init__(self, fits):
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 3, dtype=torch.float64)
+        self.fits = fits
+        self.register_buffer("forwards", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.forwards += 1
+        if x.shape[0] > self.fits:
+            raise FakeOOM("CUDA out of memory (fake)")
+        return self.lin(x)
+
+
+def batch_of(n, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(n, 4, generator=g, dtype=torch.float64),
+            torch.randint(0, 3, (n,), generator=g))
+
+
+class Steps(unittest.TestCase):
+    """ControlledStep: the three techniques (gradual scaling, micro-batching under memory
+    pressure, accumulation of a batch larger than fits) on one step function."""
+
+    def reference(self, batch):
+        """The weights after one plain SGD step on the whole batch."""
+        net = Tight(fits=10 ** 9)
+        sgd = torch.optim.SGD(net.parameters(), lr=0.5)
+        sgd.zero_grad()
+        torch.nn.functional.cross_entropy(net(batch[0]), batch[1]).backward()
+        sgd.step()
+        return net.lin.weight.detach()
+
+    def stepper(self, ctrl, fits, **kw):
+        net = Tight(fits)
+        sgd = torch.optim.SGD(net.parameters(), lr=0.5)
+        step = bt.ControlledStep(ctrl, net, sgd, torch.nn.functional.cross_entropy,
+                                 oom_errors=(FakeOOM,), **kw)
+        return net, step
+
+    def test_memory_scaler_shrinks_and_retries_the_same_batch(self):
+        scaler = bt.MemoryScaler(128, max_size=256, cooldown=3)
+        net, step = self.stepper(scaler, fits=64, memory=lambda: None)
+        batch = batch_of(128)
+        self.assertEqual(step.step(batch), 64)
+        # Nothing lost, nothing twice: the whole batch's gradient, and only the retry's two
+        # forward passes left in the buffers.
+        self.assertTrue(torch.allclose(net.lin.weight, self.reference(batch)))
+        self.assertEqual(int(net.forwards), 2)
+        self.assertEqual((scaler.ooms, step.ooms, scaler.steps, scaler.samples), (1, 1, 1, 128))
+        self.assertEqual(scaler.max_size, 127)  # 128 is never tried again in this run
+        self.assertEqual(step.step(batch_of(64, seed=2)), 64)  # the cooldown holds
+
+    def test_other_controllers_keep_their_size_and_halve_the_micro_batch(self):
+        ramp = bt.RampSchedule(128, 128, over_samples=1)
+        net, step = self.stepper(ramp, fits=40, memory=lambda: None)
+        batch = batch_of(128)
+        self.assertEqual(step.step(batch), 128)
+        self.assertTrue(torch.allclose(net.lin.weight, self.reference(batch)))
+        self.assertEqual((step.ooms, step.max_micro), (2, 32))  # 128 -> 64 -> 32
+        self.assertEqual(int(net.forwards), 4)
+        net.forwards.zero_()
+        step.step(batch)  # later steps start at the micro-batch that fitted
+        self.assertEqual((int(net.forwards), step.ooms), (4, 2))
+
+    def test_a_batch_larger_than_fits_is_accumulated(self):
+        ramp = bt.RampSchedule(256, 256, over_samples=1)
+        net, step = self.stepper(ramp, fits=64, max_micro=64, memory=lambda: None)
+        batch = batch_of(256)
+        step.step(batch)
+        self.assertEqual((int(net.forwards), step.ooms), (4, 0))
+        self.assertTrue(torch.allclose(net.lin.weight, self.reference(batch)))
+
+    def test_memory_readings_drive_the_scaler(self):
+        readings = iter([0.1] * 4 + [0.95])
+        scaler = bt.MemoryScaler(16, max_size=64, patience=2, cooldown=0, min_gain=-1)
+        net, step = self.stepper(scaler, fits=10 ** 9, memory=lambda: next(readings))
+        sizes = [step.step(batch_of(scaler.batch_size, seed=k)) for k in range(5)]
+        self.assertEqual(sizes, [16, 32, 32, 64, 32])  # grows under low, shrinks above high
+        self.assertIsNone(bt.cuda_memory_fraction() if not torch.cuda.is_available() else None)
+
+    def test_one_sample_that_does_not_fit_is_raised(self):
+        net, step = self.stepper(bt.MemoryScaler(4, max_size=4), fits=0, memory=lambda: None)
+        with self.assertRaises(FakeOOM):
+            step.step(batch_of(4))
+        with self.assertRaises(ValueError):
+            bt.ControlledStep(bt.MemoryScaler(4, max_size=4), net, None, None, max_micro=0)
+
+
 if __name__ == "__main__":
     unittest.main()
