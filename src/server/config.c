@@ -203,12 +203,17 @@ const char *bso_config_usage(void)
         "       bso-server token create --tenant NAME [--admin] [OPTIONS]\n"
         "       bso-server token list [--tenant NAME] [OPTIONS]\n"
         "       bso-server token revoke ID | --tenant NAME [OPTIONS]\n"
+        "       bso-server import-zeus --from URL [--jobs PREFIX] [--dry-run] [--replace]\n"
+        "                              [OPTIONS]\n"
         "\n"
         "The BSO server: learns the best batch size of recurring training jobs and speaks the\n"
         "API of Zeus's batch size optimizer. `migrate` creates or upgrades the database schema\n"
         "and exits (serve does this too on start); `migrate --sql` prints the SQL instead.\n"
         "`token` manages API tokens in the database (a running server sees changes within a\n"
         "second): `create` prints a new token once, `revoke` takes its ID or a whole tenant.\n"
+        "`import-zeus` copies the jobs of a Zeus BSO server's database (--from, as Zeus's\n"
+        "ZEUS_BSO_DATABASE_URL: sqlite:///PATH or postgresql://...) into --database, to go on\n"
+        "under the zeus policy exactly as Zeus would; --dry-run only says what it would do.\n"
         "\n"
         "Options (flag, then environment variable; flags win over the environment, which wins\n"
         "over a .env file in the working directory):\n");
@@ -288,6 +293,43 @@ static int token_argument(struct bso_config *cfg, int argc, char **argv, int *i,
     return 0;
 }
 
+/* The arguments of `bso-server import-zeus`: --from URL, --jobs PREFIX, --dry-run, --replace.
+ * 1 when argv[*i] was one (*i moved past it), 0 when it is not, BSO_EINVAL when it is bad. */
+static int import_argument(struct bso_config *cfg, int argc, char **argv, int *i, char *err,
+                           size_t errcap)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "--dry-run") == 0) {
+        cfg->import_dry_run = true;
+        return 1;
+    }
+    if (strcmp(a, "--replace") == 0) {
+        cfg->import_replace = true;
+        return 1;
+    }
+    static const struct {
+        const char *flag;
+        size_t offset, size;
+    } valued[] = {
+        {"--from", offsetof(struct bso_config, import_from), sizeof cfg->import_from},
+        {"--jobs", offsetof(struct bso_config, import_prefix), sizeof cfg->import_prefix},
+    };
+    for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) {
+        const size_t n = strlen(valued[k].flag);
+        if (strncmp(a, valued[k].flag, n) != 0 || (a[n] != '\0' && a[n] != '='))
+            continue;
+        const char *v = a[n] == '=' ? a + n + 1 : (*i + 1 < argc ? argv[++*i] : NULL);
+        if (!v || !v[0] || strlen(v) >= valued[k].size) {
+            snprintf(err, errcap, "%s needs a value of 1 to %zu characters", valued[k].flag,
+                     valued[k].size - 1);
+            return BSO_EINVAL;
+        }
+        memcpy((char *)cfg + valued[k].offset, v, strlen(v) + 1);
+        return 1;
+    }
+    return 0;
+}
+
 int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *dotenv_path,
                     char *err, size_t errcap)
 {
@@ -345,6 +387,9 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
             return BSO_EINVAL;
         }
         snprintf(cfg->token_action, sizeof cfg->token_action, "%s", argv[i++]);
+    } else if (i < argc && strcmp(argv[i], "import-zeus") == 0) {
+        cfg->command = BSO_CMD_IMPORT_ZEUS;
+        i++;
     }
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -359,6 +404,13 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
         if (strcmp(a, "--sql") == 0 && cfg->command == BSO_CMD_MIGRATE) {
             cfg->migrate_sql = true;
             continue;
+        }
+        if (cfg->command == BSO_CMD_IMPORT_ZEUS) {
+            rc = import_argument(cfg, argc, argv, &i, err, errcap);
+            if (rc < 0)
+                return rc;
+            if (rc == 1)
+                continue;
         }
         if (cfg->command == BSO_CMD_TOKEN) {
             rc = token_argument(cfg, argc, argv, &i, err, errcap);
@@ -394,6 +446,10 @@ int bso_config_load(struct bso_config *cfg, int argc, char **argv, const char *d
     }
     if ((cfg->tls_cert[0] != '\0') != (cfg->tls_key[0] != '\0')) {
         snprintf(err, errcap, "--tls-cert and --tls-key go together");
+        return BSO_EINVAL;
+    }
+    if (cfg->command == BSO_CMD_IMPORT_ZEUS && !cfg->import_from[0]) {
+        snprintf(err, errcap, "import-zeus needs --from URL (the Zeus database)");
         return BSO_EINVAL;
     }
     if (cfg->command == BSO_CMD_TOKEN) {

@@ -36,7 +36,14 @@ struct bso_config {
     int lease_floor_s;     /* a waiting trial's lease is never shorter */
     int lease_default_s;   /* the lease of a job none of whose runs has finished yet */
     /* What to do: serve, or migrate. */
-    enum { BSO_CMD_SERVE, BSO_CMD_MIGRATE, BSO_CMD_TOKEN, BSO_CMD_HELP, BSO_CMD_VERSION } command;
+    enum {
+        BSO_CMD_SERVE,
+        BSO_CMD_MIGRATE,
+        BSO_CMD_TOKEN,
+        BSO_CMD_IMPORT_ZEUS,
+        BSO_CMD_HELP,
+        BSO_CMD_VERSION
+    } command;
     bool migrate_sql;      /* print the migration SQL instead of applying it */
     bool insecure_no_auth; /* serve without tokens on any address */
     char tls_cert[4096];   /* PEM files: HTTPS when both are set */
@@ -46,6 +53,11 @@ struct bso_config {
     char token_tenant[BSO_TENANT_MAX + 1];
     bool token_admin;
     int64_t token_id;
+    /* bso-server import-zeus */
+    char import_from[2048];                 /* the Zeus database's URL */
+    char import_prefix[BSO_JOB_ID_MAX + 1]; /* only jobs whose id starts so ("": all) */
+    bool import_dry_run;
+    bool import_replace; /* overwrite jobs that exist here and differ */
 };
 
 /* Fills *cfg from defaults, dotenv_path (NULL: ".env"), environ and argv. On bad input returns

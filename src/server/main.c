@@ -11,6 +11,7 @@
 #include "server/http.h"
 #include "server/log.h"
 #include "server/sweeper.h"
+#include "server/import_zeus.h"
 #include "server/token_cmd.h"
 #include "store/store.h"
 
@@ -108,6 +109,8 @@ int main(int argc, char **argv)
         return migrate(&cfg);
     case BSO_CMD_TOKEN:
         return bso_token_command(&cfg);
+    case BSO_CMD_IMPORT_ZEUS:
+        return bso_import_zeus_command(&cfg);
     case BSO_CMD_SERVE:
         break;
     }

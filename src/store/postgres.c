@@ -211,6 +211,7 @@ enum stmt_id {
     ST_POWER_LIMIT,
     ST_SAVE_ORIGIN,
     ST_ADD_PROGRESS,
+    ST_IMPORT_TRIAL,
     ST_LOAD_ORIGIN,
     ST_MARK_POWER,
     ST_LIST_POWER,
@@ -339,6 +340,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " WHERE job_id = $1 AND trial_number = $2 AND status = 'Dispatched'"
         " AND coalesce((progress::jsonb -> -1 ->> 0)::bigint, 0) < $3"
         " AND coalesce(jsonb_array_length(progress::jsonb), 0) < " BSO_PROGRESS_MAX_TEXT,
+    [ST_IMPORT_TRIAL] =
+        "INSERT INTO trial (job_id, trial_number, batch_size, type, status, start_timestamp,"
+        " end_timestamp, time, energy, converged) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+        " $10)",
     [ST_LOAD_ORIGIN] = "SELECT from_job, sizes, transferred_at FROM job_origin WHERE job_id = $1",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
                       " FROM power_profile WHERE job_id = $1 ORDER BY batch_size",
@@ -1282,6 +1287,25 @@ static int be_add_progress(struct bso_session *base, const char *job_id, int64_t
     return run_done(ps(base), ST_ADD_PROGRESS, &p, "add progress");
 }
 
+static int be_import_trial(struct bso_session *base, const char *job_id,
+                           const struct bso_trial_row *r)
+{
+    const struct bso_trial *t = &r->trial;
+    const bool done = t->status == BSO_TRIAL_SUCCEEDED;
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_int(&p, t->number);
+    p_int(&p, t->batch_size);
+    p_text(&p, bso_trial_type_name(t->type));
+    p_text(&p, bso_trial_status_name(t->status));
+    p_text(&p, r->start_timestamp);
+    r->end_timestamp[0] ? p_text(&p, r->end_timestamp) : p_null(&p);
+    done ? p_double(&p, t->time) : p_null(&p);
+    done ? p_double(&p, t->energy) : p_null(&p);
+    done ? p_int(&p, t->converged) : p_null(&p);
+    return run_done(ps(base), ST_IMPORT_TRIAL, &p, "import trial");
+}
+
 static int be_load_origin(struct bso_session *base, const char *job_id, struct bso_job_origin *o)
 {
     struct params p = {.n = 0};
@@ -1481,6 +1505,7 @@ const struct bso_store_ops bso_postgres_ops = {
     .power_limit = be_power_limit,
     .save_origin = be_save_origin,
     .add_progress = be_add_progress,
+    .import_trial = be_import_trial,
     .load_origin = be_load_origin,
     .list_power = be_list_power,
     .save_unfit = be_save_unfit,

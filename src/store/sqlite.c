@@ -199,6 +199,7 @@ enum stmt_id {
     ST_POWER_LIMIT,
     ST_SAVE_ORIGIN,
     ST_ADD_PROGRESS,
+    ST_IMPORT_TRIAL,
     ST_LOAD_ORIGIN,
     ST_MARK_POWER,
     ST_LIST_POWER,
@@ -311,6 +312,9 @@ static const char *const stmt_sql[ST_COUNT] = {
         " json_array(?3, ?4, ?5, ?6)) WHERE job_id = ?1 AND trial_number = ?2"
         " AND status = 'Dispatched' AND coalesce(json_extract(progress, '$[#-1][0]'), 0) < ?3"
         " AND coalesce(json_array_length(progress), 0) < " BSO_PROGRESS_MAX_TEXT,
+    [ST_IMPORT_TRIAL] =
+        "INSERT INTO trial (job_id, trial_number, batch_size, type, status, start_timestamp,"
+        " end_timestamp, time, energy, converged) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_LOAD_ORIGIN] = "SELECT from_job, sizes, transferred_at FROM job_origin WHERE job_id = ?1",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
                       " FROM power_profile WHERE job_id = ?1 ORDER BY batch_size",
@@ -1473,6 +1477,28 @@ static int be_add_progress(struct bso_session *s, const char *job_id, int64_t nu
     return step_done(s, st, "add progress");
 }
 
+static int be_import_trial(struct bso_session *s, const char *job_id, const struct bso_trial_row *r)
+{
+    sqlite3_stmt *st = stmt(s, ST_IMPORT_TRIAL);
+    if (!st)
+        return BSO_EIO;
+    const struct bso_trial *t = &r->trial;
+    bind_text(st, 1, job_id);
+    sqlite3_bind_int64(st, 2, t->number);
+    sqlite3_bind_int64(st, 3, t->batch_size);
+    bind_text(st, 4, bso_trial_type_name(t->type));
+    bind_text(st, 5, bso_trial_status_name(t->status));
+    bind_text(st, 6, r->start_timestamp);
+    if (r->end_timestamp[0])
+        bind_text(st, 7, r->end_timestamp);
+    if (t->status == BSO_TRIAL_SUCCEEDED) {
+        sqlite3_bind_double(st, 8, t->time);
+        sqlite3_bind_double(st, 9, t->energy);
+        sqlite3_bind_int(st, 10, t->converged);
+    }
+    return step_done(s, st, "import trial");
+}
+
 static int be_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o)
 {
     sqlite3_stmt *st = stmt(s, ST_LOAD_ORIGIN);
@@ -1658,6 +1684,7 @@ const struct bso_store_ops bso_sqlite_ops = {
     .power_limit = be_power_limit,
     .save_origin = be_save_origin,
     .add_progress = be_add_progress,
+    .import_trial = be_import_trial,
     .load_origin = be_load_origin,
     .list_power = be_list_power,
     .save_unfit = be_save_unfit,

@@ -597,6 +597,17 @@ int bso_session_save_origin(struct bso_session *s, const char *job_id,
     return s->ops->save_origin(s, job_id, o);
 }
 
+int bso_session_import_trial(struct bso_session *s, const char *job_id,
+                             const struct bso_trial_row *r)
+{
+    return s->ops->import_trial(s, job_id, r);
+}
+
+int bso_session_import_arm(struct bso_session *s, const char *job_id, const struct bso_arm *a)
+{
+    return s->ops->write_arm(s, job_id, a, true);
+}
+
 int bso_session_add_progress(struct bso_session *s, const char *job_id, int64_t number,
                              const struct bso_progress_point *pt)
 {

@@ -143,6 +143,13 @@ struct bso_progress_point {
 /* The most points a trial keeps; later ones are dropped. */
 #define BSO_PROGRESS_MAX 1000
 
+/* Writes a whole trial as another system stored it (bso-server import-zeus): its timestamps
+ * and results as given. BSO_ECONFLICT when the job already has that trial number. */
+int bso_session_import_trial(struct bso_session *s, const char *job_id,
+                             const struct bso_trial_row *r);
+/* Writes an arm as given (import), for a job inserted in this transaction. */
+int bso_session_import_arm(struct bso_session *s, const char *job_id, const struct bso_arm *a);
+
 /* Appends pt to trial `number` of job_id while it is Dispatched and pt->epoch is past its last
  * point (a repeated report adds nothing). 0 also when nothing was added. */
 int bso_session_add_progress(struct bso_session *s, const char *job_id, int64_t number,

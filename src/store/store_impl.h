@@ -91,6 +91,7 @@ struct bso_store_ops {
     int (*save_origin)(struct bso_session *s, const char *job_id, const struct bso_job_origin *o);
     int (*add_progress)(struct bso_session *s, const char *job_id, int64_t number,
                         const struct bso_progress_point *pt);
+    int (*import_trial)(struct bso_session *s, const char *job_id, const struct bso_trial_row *r);
     int (*load_origin)(struct bso_session *s, const char *job_id, struct bso_job_origin *o);
     int (*list_power)(struct bso_session *s, const char *job_id,
                       int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx);
