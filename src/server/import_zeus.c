@@ -567,7 +567,9 @@ int bso_import_zeus_command(const struct bso_config *cfg)
         fprintf(stderr, "bso-server: import-zeus: %s\n", im.err);
         goto out;
     }
-    struct bso_store_options opt = {.durability = cfg->durability, .tool = true};
+    /* Not a tool beside a server: a server running on a SQLite file keeps its jobs in memory
+     * and would not see a replaced one, so the import claims the file as a server does. */
+    struct bso_store_options opt = {.durability = cfg->durability};
     struct bso_store *store;
     if (bso_store_open(cfg->database, &opt, &store, err, sizeof err) < 0) {
         fprintf(stderr, "bso-server: import-zeus: %s\n", err);

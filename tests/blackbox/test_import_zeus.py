@@ -83,6 +83,11 @@ class ImportZeus(unittest.TestCase):
     def test_import_then_every_answer_is_zeuss(self):
         source = "sqlite:///" + self.copy_source()
         before = os.path.getmtime(source[len("sqlite:///"):])
+        if not PG_URL:  # a server on the SQLite file keeps jobs in memory: no import beside it
+            with Server(database=self.target):
+                busy = run_import("--from", source, "--database", self.target)
+            self.assertEqual(busy.returncode, 1)
+            self.assertIn("in use by another bso-server", busy.stderr)
         dry = run_import("--from", source, "--database", self.target, "--dry-run")
         self.assertEqual(dry.returncode, 0, dry.stderr)
         self.assertIn("g-fx-a", dry.stdout)
