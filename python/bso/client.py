@@ -1,6 +1,7 @@
 """A thin client for a BSO server over libbso (one reused connection, bounded retries)."""
 import ctypes
 import json
+import re
 import urllib.parse
 from typing import Any, Optional, Tuple
 
@@ -8,6 +9,11 @@ from . import _native as N
 from .exceptions import BSORuntimeError, BSOUnreachableError
 
 BSO_ENET = -10  # bso/error.h: the server could not be reached
+
+
+def shown_url(url: str) -> str:
+    """url as logs show it: credentials in it (http://TOKEN@host) hidden, as libbso does."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1***@", url)
 
 
 class Client:
@@ -18,7 +24,7 @@ class Client:
                  token: Optional[str] = None, cacert: Optional[str] = None):
         handle = ctypes.c_void_p()
         if N.lib.bso_client_new(server_url.encode(), ctypes.byref(handle)) != 0:
-            raise BSORuntimeError("cannot create a client for %r" % server_url)
+            raise BSORuntimeError("cannot create a client for %r" % shown_url(server_url))
         self._c = handle
         N.lib.bso_client_set_timeout_ms(self._c, int(timeout_s * 1000))
         N.lib.bso_client_set_retries(self._c, retries)

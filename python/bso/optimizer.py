@@ -31,7 +31,7 @@ import logging
 import os
 from typing import Optional
 
-from .client import Client
+from .client import Client, shown_url
 from .exceptions import (BSOBadOperationError, BSOConfigError, BSOOperationOrderError,
                          BSORuntimeError, BSOTrainFailError, BSOUnreachableError)
 from .monitor import EnergyMonitor
@@ -94,7 +94,7 @@ class BatchSizeOptimizer:
             raise why
         self.offline = True
         log.warning("BSO server %s is unreachable (%s): this run trains with the default batch "
-                    "size %d and reports nothing", self.server_url, why,
+                    "size %d and reports nothing", shown_url(self.server_url), why,
                     self.job.default_batch_size)
 
     def _gpu_config(self, max_power, number_of_gpus, gpu_model) -> dict:

@@ -15,7 +15,8 @@
 
 struct bso_client {
     CURL *curl;
-    char *base; /* server URL without a trailing slash */
+    char *base;  /* server URL without a trailing slash */
+    char *shown; /* base as messages show it: credentials in it (http://TOKEN@host) hidden */
     long timeout_ms;
     int retries;
     int status;
@@ -43,6 +44,25 @@ __attribute__((format(printf, 3, 4))) static int fail(bso_client *c, int code, c
     return code;
 }
 
+/* url with its userinfo (a token, or user:password) replaced by "***"; the caller frees it. */
+static char *without_userinfo(const char *url)
+{
+    const char *host = strstr(url, "//");
+    host = host ? host + 2 : url;
+    const char *end = host + strcspn(host, "/?#");
+    const char *at = NULL;
+    for (const char *p = host; p < end; p++)
+        if (*p == '@')
+            at = p;
+    const size_t n = strlen(url) + 4;
+    char *out = malloc(n);
+    if (out && at)
+        snprintf(out, n, "%.*s***%s", (int)(host - url), url, at);
+    else if (out)
+        snprintf(out, n, "%s", url);
+    return out;
+}
+
 int bso_client_new(const char *server_url, bso_client **out)
 {
     if (!server_url || !*server_url)
@@ -60,6 +80,10 @@ int bso_client_new(const char *server_url, bso_client **out)
     size_t n = strlen(c->base);
     while (n > 0 && c->base[n - 1] == '/')
         c->base[--n] = '\0';
+    if (!(c->shown = without_userinfo(c->base))) {
+        bso_client_free(c);
+        return BSO_ENOMEM;
+    }
     c->timeout_ms = 10000;
     c->retries = 3;
     if (bso_client_set_token(c, getenv("BSO_TOKEN")) < 0 ||
@@ -105,6 +129,7 @@ void bso_client_free(bso_client *c)
     if (c->curl)
         curl_easy_cleanup(c->curl);
     free(c->base);
+    free(c->shown);
     free(c->auth_header);
     free(c->cacert);
     free(c->body);
@@ -233,7 +258,7 @@ static int call(bso_client *c, const char *method, const char *path, const char 
             continue;
         }
         if (cc != CURLE_OK) {
-            rc = fail(c, BSO_ENET, "%s %s: %s", method, url, curl_easy_strerror(cc));
+            rc = fail(c, BSO_ENET, "%s %s%s: %s", method, c->shown, path, curl_easy_strerror(cc));
         } else {
             server_error(c, method, path);
             rc = BSO_EHTTP;

@@ -136,6 +136,59 @@ static int lookup(struct bso_auth *a, const char *hash, struct slot *out)
     return rc;
 }
 
+/* Decodes standard base64 (padding optional) into out (cap bytes, NUL-terminated); false on a
+ * character outside the alphabet or too long an input. */
+static bool base64_decode(const char *in, char *out, size_t cap)
+{
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t n = 0;
+    for (; *in && *in != '='; in++) {
+        const char *p = strchr(alphabet, *in);
+        if (!p || !*in)
+            return false;
+        acc = (acc << 6) | (uint32_t)(p - alphabet);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (n + 1 >= cap)
+                return false;
+            out[n++] = (char)((acc >> bits) & 0xff);
+        }
+    }
+    out[n] = '\0';
+    return strlen(out) == n; /* no NUL inside */
+}
+
+/* The token in an Authorization header: 'Bearer TOKEN', or HTTP Basic credentials with the
+ * token as user name (what a client sends for http://TOKEN@host, Zeus's client included) or,
+ * with an empty user name, as password. false when the header is neither. */
+static bool token_of(const char *authorization, char *token, size_t cap)
+{
+    if (strncasecmp(authorization, "Bearer ", 7) == 0) {
+        const char *t = authorization + 7;
+        while (*t == ' ')
+            t++;
+        return snprintf(token, cap, "%s", t) < (int)cap;
+    }
+    if (strncasecmp(authorization, "Basic ", 6) != 0)
+        return false;
+    const char *b = authorization + 6;
+    while (*b == ' ')
+        b++;
+    char pair[512];
+    if (!base64_decode(b, pair, sizeof pair))
+        return false;
+    char *colon = strchr(pair, ':');
+    if (colon)
+        *colon = '\0';
+    const char *t = pair[0] || !colon ? pair : colon + 1;
+    /* The user name of a URL arrives percent-encoded where it had to be; tokens never need it. */
+    return snprintf(token, cap, "%s", t) < (int)cap;
+}
+
 int bso_auth_check(struct bso_auth *a, const char *authorization, struct bso_principal *who,
                    char *msg, size_t cap)
 {
@@ -159,13 +212,13 @@ int bso_auth_check(struct bso_auth *a, const char *authorization, struct bso_pri
                  "(BSO_TOKEN for bso's clients).");
         return BSO_EINVAL;
     }
-    if (strncasecmp(authorization, "Bearer ", 7) != 0) {
-        snprintf(msg, cap, "The Authorization header must be 'Bearer <token>'.");
+    char token[256];
+    if (!token_of(authorization, token, sizeof token)) {
+        snprintf(msg, cap,
+                 "The Authorization header must be 'Bearer <token>', or Basic credentials with "
+                 "the token as user name (http://TOKEN@host:port).");
         return BSO_EINVAL;
     }
-    const char *token = authorization + 7;
-    while (*token == ' ')
-        token++;
     char hash[65];
     bso_token_hash(token, hash);
     struct slot found;

@@ -156,6 +156,50 @@ class Tokens(unittest.TestCase):
         self.assertIn("401", out.stderr)
 
 
+    def test_zeus_client_with_the_token_in_its_url(self):
+        """Zeus's client takes only a URL: with http://TOKEN@host it sends the token as HTTP
+        Basic credentials, which the server accepts (as user name, or as password after an
+        empty one). Driven with httpx as Zeus's client uses it. The token never reaches a log
+        or a message."""
+        import httpx
+        host = "127.0.0.1:%d" % self.srv.port
+        for userinfo in (self.a, self.a + ":x", ":" + self.a):
+            with self.subTest(userinfo=userinfo.replace(self.a, "TOKEN")):
+                url = "http://%s@%s" % (userinfo, host)
+                job = fake_job("test-tok-%d" % len(userinfo))
+                r = httpx.post(url + "/jobs", json=job, timeout=10)
+                self.assertEqual(r.status_code, 201, r.text)
+                r = httpx.get(url + "/jobs/batch_size", params={"job_id": job["job_id"]},
+                              timeout=10)
+                self.assertEqual(r.status_code, 200, r.text)
+                trial = r.json()
+                r = httpx.post(url + "/report", json=dict(trial, time=10.0, energy=100.0,
+                                                          metric=0.9, current_epoch=1),
+                               timeout=10)
+                self.assertEqual((r.status_code, r.json()["converged"]), (200, True), r.text)
+                r = httpx.patch(url + "/trials", json=trial, timeout=10)
+                self.assertEqual(r.status_code, 200, r.text)
+                tenant = self.call("GET", "/jobs/" + job["job_id"], token=self.admin)[1]["tenant"]
+                self.assertEqual(tenant, "team-a")
+        for bad in ("bso_nope", "bso_nope:x"):
+            r = httpx.get("http://%s@%s/jobs" % (bad, host), timeout=10)
+            self.assertEqual(r.status_code, 401)
+        status, data = self.srv.request("GET", "/jobs", headers={"Authorization": "Basic !!"})
+        self.assertEqual(status, 401)
+        self.assertIn("Basic credentials with the token as user name", data["message"])
+        # libbso (curl) sends the URL's credentials too; its messages hide them.
+        import bso  # noqa: E402
+        c = bso.client.Client("http://%s@%s" % (self.a, host))
+        self.assertEqual(c.get("/jobs/test-tok-%d" % len(self.a))["tenant"], "team-a")
+        with self.assertRaises(bso.exceptions.BSORuntimeError) as e:
+            bso.client.Client("http://%s@127.0.0.1:1" % self.a, retries=0).get("/jobs")
+        self.assertIn("http://***@127.0.0.1:1/jobs", str(e.exception))
+        self.assertNotIn(self.a, str(e.exception))
+        self.assertEqual(bso.client.shown_url("https://%s:pw@h:1/x" % self.a), "https://***@h:1/x")
+        time.sleep(0.2)
+        self.assertFalse([l for l in self.srv.lines if self.a in l])
+
+
 class Exposure(unittest.TestCase):
     """Secure by default: a server bound to an address others can reach needs tokens."""
 
