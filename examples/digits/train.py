@@ -9,7 +9,8 @@ sizes, prunes the bad ones, then keeps choosing the cheapest by Thompson samplin
 
 On a machine without an NVIDIA GPU the energy comes from RAPL when readable, else from the
 declared power (labelled as an estimate). --world-size 2 trains data-parallel in two processes
-(gloo). --adapt memory|ramp|noise changes the batch size during the run, starting from (ramp:
+(gloo; NCCL on GPUs). Started by a launcher that sets RANK and WORLD_SIZE (Kubeflow's
+PyTorchJob, torchrun: deploy/kubeflow/), it runs as that one rank. --adapt memory|ramp|noise changes the batch size during the run, starting from (ramp:
 growing to) the size BSO chose, with the learning rate following by the square-root rule. The
 script prints one JSON line per process with what happened, and exits 0 when the
 run converged, 3 when BSO stopped it without converging.
@@ -70,11 +71,24 @@ def adapt_controller(kind, start, largest):
                                smoothing=0.9)
 
 
+def pick_device(name):
+    """--device: cpu, cuda (this process's GPU: LOCAL_RANK under a launcher), or auto."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda":
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return torch.device(name)
+
+
 def run(rank, world_size, args):
     torch.set_num_threads(1)
+    device = pick_device(args.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # NCCL's collectives use the current device
     if world_size > 1:
         import torch.distributed as dist
-        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=rank,
+                                world_size=world_size)
         import bso.torch as bso_torch
     spec = bso.JobSpec(job_id=args.job_id, job_id_prefix=args.job_id.split("-")[0],
                        batch_sizes=BATCH_SIZES, default_batch_size=64,
@@ -86,12 +100,12 @@ def run(rank, world_size, args):
                   else opt.get_batch_size())
     (xt, yt), (xv, yv) = data()
     shard = torch.arange(rank, len(yt), world_size)  # this rank's part of the training data
-    device = torch.device(args.device)
     xt, yt, xv, yv = xt[shard].to(device), yt[shard].to(device), xv.to(device), yv.to(device)
     torch.manual_seed(opt.trial_number)  # each recurrence starts from another init
     net = model().to(device)
     if world_size > 1:
-        net = nn.parallel.DistributedDataParallel(net)
+        net = nn.parallel.DistributedDataParallel(
+            net, device_ids=[device.index] if device.type == "cuda" else None)
         _KEEP_ALIVE.append(net)
     sgd = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     per_rank = max(1, batch_size // world_size)
@@ -183,10 +197,16 @@ def main():
     p.add_argument("--max-epochs", type=int, default=15)
     p.add_argument("--seed", type=int, default=None, help="the bandit's seed (mab_seed)")
     p.add_argument("--world-size", type=int, default=1)
-    p.add_argument("--device", default="cpu", help="cpu, or cuda to train on the GPU")
+    p.add_argument("--device", default="cpu",
+                   help="cpu, cuda to train on the GPU, or auto (cuda when there is one)")
     p.add_argument("--adapt", choices=["memory", "ramp", "noise"], default=None,
                    help="change the batch size during the run (bso.torch's controllers)")
     args = p.parse_args()
+    # One process of a launcher (Kubeflow's training operator, torchrun): it set RANK,
+    # WORLD_SIZE, MASTER_ADDR and MASTER_PORT, and started the other ranks itself.
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if args.world_size == 1 and launched > 1:
+        worker(int(os.environ["RANK"]), launched, args)
     if args.world_size == 1:
         return run(0, 1, args)
     import torch.multiprocessing as mp

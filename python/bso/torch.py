@@ -10,6 +10,14 @@ import torch
 import torch.distributed as dist
 
 
+def _on_backend(t: torch.Tensor) -> torch.Tensor:
+    """t where the process group's collectives take it: NCCL only moves CUDA tensors (the
+    process's current device, torch.cuda.set_device), gloo CPU ones."""
+    if dist.get_backend() == "nccl":
+        return t.to(torch.device("cuda", torch.cuda.current_device()))
+    return t
+
+
 def broadcast_batch_size(opt) -> int:
     """Rank 0 asks the server; every rank returns the same batch size and trial number, and
     learns the power limit known for it (whole watts; optimize_power)."""
@@ -18,7 +26,9 @@ def broadcast_batch_size(opt) -> int:
         t[0] = opt.get_batch_size()
         t[1] = opt.trial_number
         t[2] = int(round(opt._known_power_limit or 0))
+    t = _on_backend(t)
     dist.broadcast(t, src=0)
+    t = t.cpu()
     opt.current_batch_size, opt.trial_number = int(t[0]), int(t[1])
     opt._known_power_limit = float(t[2]) if int(t[2]) > 0 else None
     return opt.current_batch_size
@@ -26,11 +36,11 @@ def broadcast_batch_size(opt) -> int:
 
 def combine_measurements(elapsed: float, energy: float):
     """The job's measurement: the slowest rank's time and every rank's energy."""
-    t = torch.tensor([elapsed], dtype=torch.float64)
-    e = torch.tensor([energy], dtype=torch.float64)
+    t = _on_backend(torch.tensor([elapsed], dtype=torch.float64))
+    e = _on_backend(torch.tensor([energy], dtype=torch.float64))
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     dist.all_reduce(e, op=dist.ReduceOp.SUM)
-    return float(t[0]), float(e[0])
+    return float(t.cpu()[0]), float(e.cpu()[0])
 
 
 def share_answer(answer):
@@ -46,9 +56,9 @@ def sync_batch_size(batch_size: int) -> int:
     process group, batch_size itself."""
     if not (dist.is_available() and dist.is_initialized()):
         return int(batch_size)
-    t = torch.tensor([int(batch_size)], dtype=torch.int64)
+    t = _on_backend(torch.tensor([int(batch_size)], dtype=torch.int64))
     dist.broadcast(t, src=0)
-    return int(t[0])
+    return int(t.cpu()[0])
 
 
 # Micro-batching and accumulation (bso/microbatch.py), a batch size that changes during a run
