@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bso/error.h"
@@ -116,5 +117,22 @@ void bso_answer_error(const char *body, char *msg, size_t cap)
         msg[0] = '\0';
     if (!msg[0]) /* nothing usable, or an empty text: the body itself says more */
         snprintf(msg, cap, "%s", body && *body ? body : "no explanation");
+    /* A 409 on registration names the fields that differ from the registered spec. */
+    json_t *diff = json_object_get(root, "differences"), *d1;
+    size_t i, n = strlen(msg);
+    json_array_foreach(diff, i, d1)
+    {
+        const char *field = json_string_value(json_object_get(d1, "field"));
+        char *was = json_dumps(json_object_get(d1, "registered"), JSON_ENCODE_ANY | JSON_COMPACT);
+        char *now = json_dumps(json_object_get(d1, "sent"), JSON_ENCODE_ANY | JSON_COMPACT);
+        if (n < cap)
+            n += (size_t)snprintf(msg + n, cap - n, "%s%s: registered %s, sent %s",
+                                  i == 0 ? " (" : "; ", field ? field : "?", was ? was : "?",
+                                  now ? now : "?");
+        free(was);
+        free(now);
+    }
+    if (json_array_size(diff) > 0 && n < cap)
+        snprintf(msg + n, cap - n, ")");
     json_decref(root);
 }

@@ -531,6 +531,74 @@ void bso_encode_spec(struct jbuf *b, const struct bso_job_spec *s)
     jb_end(b);
 }
 
+/* A spec as bso_encode_spec writes it, parsed back (NULL when out of memory). */
+static json_t *spec_json(const struct bso_job_spec *s)
+{
+    struct jbuf b;
+    jb_init(&b);
+    bso_encode_spec(&b, s);
+    char *text = jb_take(&b, NULL);
+    json_t *o = text ? json_loads(text, JSON_PRESERVE_ORDER, NULL) : NULL;
+    free(text);
+    return o;
+}
+
+static void emit_json(struct jbuf *b, json_t *v)
+{
+    size_t i;
+    json_t *item;
+    switch (json_typeof(v)) {
+    case JSON_INTEGER:
+        jb_int(b, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        jb_float(b, json_real_value(v));
+        break;
+    case JSON_STRING:
+        jb_str(b, json_string_value(v));
+        break;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        jb_bool(b, json_is_true(v));
+        break;
+    case JSON_ARRAY:
+        jb_arr(b);
+        json_array_foreach(v, i, item) emit_json(b, item);
+        jb_end(b);
+        break;
+    default: /* null; a spec has no objects inside */
+        jb_null(b);
+        break;
+    }
+}
+
+void bso_encode_spec_diff(struct jbuf *b, const struct bso_job_spec *registered,
+                          const struct bso_job_spec *sent)
+{
+    /* Through the encoder, so that the fields and their forms are the API's, listed once. */
+    json_t *was = spec_json(registered), *now = spec_json(sent);
+    const char *key;
+    json_t *v;
+    jb_arr(b);
+    json_object_foreach(was, key, v)
+    {
+        json_t *w = json_object_get(now, key);
+        if (w && json_equal(v, w))
+            continue;
+        jb_obj(b);
+        jb_key(b, "field");
+        jb_str(b, key);
+        jb_key(b, "registered");
+        emit_json(b, v);
+        jb_key(b, "sent");
+        w ? emit_json(b, w) : jb_null(b);
+        jb_end(b);
+    }
+    jb_end(b);
+    json_decref(was);
+    json_decref(now);
+}
+
 /* Adds a pydantic constraint error for an out-of-range report field. */
 static void constraint(struct bso_details *ds, const char *name, const char *type, int64_t limit,
                        const char *msg)

@@ -48,6 +48,10 @@ int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec,
                     struct bso_details *ds);
 /* The registered spec as Zeus echoes it (every field, Zeus's order). */
 void bso_encode_spec(struct jbuf *b, const struct bso_job_spec *spec);
+/* The fields where a sent spec differs from the registered one, as the array
+ * [{"field", "registered", "sent"}] (values as bso_encode_spec writes them). */
+void bso_encode_spec_diff(struct jbuf *b, const struct bso_job_spec *registered,
+                          const struct bso_job_spec *sent);
 
 /* POST /report and PATCH /trials bodies. */
 struct bso_report_req {

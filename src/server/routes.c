@@ -176,7 +176,20 @@ static void h_register(struct bso_request *req, struct bso_response *res)
     int64_t sizes = 0;
     if (rc == 0 && created && spec.transfer_from[0])
         rc = bso_svc_transfer(s, spec.job_id, spec.transfer_from, &sizes, msg);
+    struct bso_job_spec registered;
+    const bool differs = rc == BSO_ECONFLICT && spec.has_job_id &&
+                         bso_svc_load_spec(s, spec.job_id, &registered) == 0;
     bso_session_release(s);
+    if (differs) { /* Zeus's message, and which fields differ with both values */
+        res->status = 409;
+        jb_obj(&res->body);
+        jb_key(&res->body, "message");
+        jb_str(&res->body, msg);
+        jb_key(&res->body, "differences");
+        bso_encode_spec_diff(&res->body, &registered, &spec);
+        jb_end(&res->body);
+        return;
+    }
     if (rc < 0) {
         message(res, status_of(rc, 400), msg);
         return;

@@ -346,6 +346,21 @@ int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg)
     return finish(s, rc, "delete", msg);
 }
 
+int bso_svc_load_spec(struct bso_session *s, const char *job_id, struct bso_job_spec *out)
+{
+    int rc = bso_session_begin_read(s);
+    if (rc < 0)
+        return rc;
+    struct bso_job job;
+    rc = bso_session_load_job(s, job_id, 0, &job);
+    if (rc == 0) {
+        *out = job.spec;
+        bso_job_clear(&job);
+    }
+    bso_session_rollback(s);
+    return rc;
+}
+
 /* Loads the job to transfer from, checking that it can be. */
 static int load_source(struct bso_session *s, const char *from, struct bso_job *job, char *msg)
 {

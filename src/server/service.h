@@ -30,6 +30,10 @@
 int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int default_policy,
                      bool *created, char *msg);
 
+/* The registered spec of job_id (for a 409 that names what differs). BSO_ENOTFOUND, or a
+ * database error. */
+int bso_svc_load_spec(struct bso_session *s, const char *job_id, struct bso_job_spec *out);
+
 /* Creates the job's next trial. *stage_changed tells that pruning just ended and the bandit was
  * built (arms listed in *arms_out, n in *n_arms, when those are not NULL). *power_limit_w gets
  * the power limit chosen for the trial's batch size by an earlier run's profile, or NAN. */

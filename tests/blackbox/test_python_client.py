@@ -163,6 +163,7 @@ class PythonClient(unittest.TestCase):
         with self.assertRaises(bso.BSORuntimeError) as e:
             bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(default_batch_size=512))
         self.assertIn("409", str(e.exception))
+        self.assertIn("(default_batch_size: registered 1024, sent 512)", str(e.exception))
 
     def test_batch_sizes(self):
         """1024 converges on the 3rd evaluation; the next run gets 512, which is early-stopped

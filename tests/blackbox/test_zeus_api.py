@@ -27,8 +27,19 @@ class ZeusServerSuite(unittest.TestCase):
         self.assertEqual(self.srv.register(same)[0], 200)
         status, body = self.srv.register(dict(job, default_batch_size=512))
         self.assertEqual(status, 409)
-        self.assertEqual(body, {"message": "JobSpec doesn't match with existing jobSpec. Use a "
-                                           "new job_id for different configuration"})
+        self.assertEqual(body["message"], "JobSpec doesn't match with existing jobSpec. Use a "
+                                          "new job_id for different configuration")
+        # BSO also names what differs, with both values.
+        self.assertEqual(body["differences"], [{"field": "default_batch_size",
+                                                "registered": 1024, "sent": 512}])
+        status, body = self.srv.register(dict(job, eta_knob=0.25, beta_knob=None,
+                                              batch_sizes=[32, 1024]))
+        self.assertEqual(status, 409)
+        self.assertEqual(body["differences"], [
+            {"field": "batch_sizes", "registered": [32, 64, 256, 512, 1024, 2048, 4096],
+             "sent": [32, 1024]},
+            {"field": "eta_knob", "registered": 0.5, "sent": 0.25},
+            {"field": "beta_knob", "registered": 2.0, "sent": None}])
 
     def test_generated_job_id(self):
         job = fake_job()
