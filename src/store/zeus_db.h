@@ -12,8 +12,9 @@
 
 struct bso_zeus_db;
 
-/* Opens url as Zeus's server takes it (ZEUS_BSO_DATABASE_URL): sqlite[+driver]:///PATH or
- * postgresql[+driver]://..., for reading only. BSO_EINVAL (err says why) for another scheme,
+/* Opens url as Zeus's server takes it (ZEUS_BSO_DATABASE_URL): sqlite[+driver]:///PATH,
+ * postgresql[+driver]://... or mysql[+driver]://user:pw@host:port/db (when built with
+ * libmariadb), for reading only. BSO_EINVAL (err says why) for another scheme,
  * BSO_EIO when it cannot be opened. */
 int bso_zeus_db_open(const char *url, struct bso_zeus_db **out, char *err, size_t errcap);
 /* NULL is a no-op. */

@@ -17,6 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.environ.get("BSO_ZEUS_FIXTURES",
                           os.path.join(HERE, "..", "..", "..", "shared", "fixtures", "zeus"))
 SOURCE = os.path.join(FIXTURES, "zeus-bso.sqlite")
+MYSQL_SERVER = os.path.join(HERE, "..", "..", "scripts", "mysql-server.sh")
 COSTS = {8: 9000, 16: 5300, 32: 5000, 64: 5100, 128: 5400, 256: 8000}
 
 
@@ -32,6 +33,56 @@ def expected():
             first = int(numbers.split("-")[0])
             out[job] = (first, [int(s) for s in sizes.split(",")])
     return out
+
+
+# Zeus's tables as SQLAlchemy creates them in MySQL (docs of Zeus's schema).
+ZEUS_MYSQL_DDL = [
+    "CREATE TABLE `Job` (job_id VARCHAR(400) NOT NULL, job_id_prefix VARCHAR(300) NOT NULL,"
+    " default_batch_size INTEGER NOT NULL, higher_is_better_metric BOOL NOT NULL,"
+    " eta_knob FLOAT NOT NULL, beta_knob FLOAT, target_metric FLOAT NOT NULL,"
+    " max_epochs INTEGER NOT NULL, num_pruning_rounds INTEGER NOT NULL,"
+    " window_size INTEGER NOT NULL, max_power FLOAT NOT NULL, number_of_gpus INTEGER NOT NULL,"
+    " gpu_model VARCHAR(30) NOT NULL, mab_prior_mean FLOAT NOT NULL,"
+    " mab_prior_precision FLOAT NOT NULL, mab_num_explorations INTEGER NOT NULL,"
+    " mab_seed INTEGER, mab_random_generator_state VARCHAR(10000),"
+    " exp_default_batch_size INTEGER NOT NULL, stage ENUM('Pruning','MAB') NOT NULL,"
+    " min_cost FLOAT, min_cost_batch_size INTEGER NOT NULL, PRIMARY KEY (job_id));",
+    "CREATE TABLE `BatchSize` (job_id VARCHAR(400) NOT NULL, batch_size INTEGER NOT NULL,"
+    " PRIMARY KEY (job_id, batch_size),"
+    " FOREIGN KEY(job_id) REFERENCES `Job` (job_id) ON DELETE CASCADE);",
+    "CREATE TABLE `GaussianTsArmState` (job_id VARCHAR(300) NOT NULL,"
+    " batch_size INTEGER NOT NULL, param_mean FLOAT NOT NULL, param_precision FLOAT NOT NULL,"
+    " reward_precision FLOAT NOT NULL, num_observations INTEGER NOT NULL,"
+    " PRIMARY KEY (job_id, batch_size));",
+    "CREATE TABLE `Trial` (job_id VARCHAR(300) NOT NULL, batch_size INTEGER NOT NULL,"
+    " trial_number INTEGER NOT NULL, start_timestamp DATETIME NOT NULL,"
+    " type ENUM('Exploration','Concurrent','MAB') NOT NULL,"
+    " status ENUM('Dispatched','Succeeded','Failed') NOT NULL, end_timestamp DATETIME,"
+    " time FLOAT, energy FLOAT, converged BOOL, PRIMARY KEY (job_id, trial_number));",
+]
+
+
+def inserts(boolean):
+    """The fixture's rows as INSERT statements (boolean(v) writes a boolean column)."""
+    script = []
+    with sqlite3.connect(SOURCE) as lite:
+        for table in ("Job", "BatchSize", "GaussianTsArmState", "Trial"):
+            cur = lite.execute('SELECT * FROM "%s"' % table)
+            cols = [d[0] for d in cur.description]
+            for row in cur:
+                vals = []
+                for c, v in zip(cols, row):
+                    if v is None:
+                        vals.append("NULL")
+                    elif c in ("higher_is_better_metric", "converged"):
+                        vals.append(boolean(bool(v)))
+                    elif isinstance(v, str):
+                        vals.append("'%s'" % v.replace("'", "''"))
+                    else:
+                        vals.append(repr(v))
+                script.append("INSERT INTO %s (%s) VALUES (%s);"
+                              % (table, ", ".join(cols), ", ".join(vals)))
+    return script
 
 
 def run_import(*args):
@@ -130,31 +181,39 @@ class ImportZeus(unittest.TestCase):
         """The same database in PostgreSQL, as Zeus creates it there, imports alike."""
         name = fresh_database(self.tmp.name)
         env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
-        lite = sqlite3.connect(SOURCE)
         script = []
-        for (sql,) in lite.execute("SELECT sql FROM sqlite_master WHERE type = 'table'"):
-            script.append(sql.replace("DATETIME", "TIMESTAMP") + ";")
-        for table in ("Job", "BatchSize", "GaussianTsArmState", "Trial"):
-            cur = lite.execute('SELECT * FROM "%s"' % table)
-            cols = [d[0] for d in cur.description]
-            for row in cur:
-                vals = []
-                for c, v in zip(cols, row):
-                    if v is None:
-                        vals.append("NULL")
-                    elif c in ("higher_is_better_metric", "converged"):
-                        vals.append("TRUE" if v else "FALSE")
-                    elif isinstance(v, str):
-                        vals.append("'%s'" % v.replace("'", "''"))
-                    else:
-                        vals.append(repr(v) if not isinstance(v, float) or v == v else "'NaN'")
-                script.append('INSERT INTO "%s" (%s) VALUES (%s);'
-                              % (table, ", ".join(cols), ", ".join(vals)))
+        with sqlite3.connect(SOURCE) as lite:
+            for (sql,) in lite.execute("SELECT sql FROM sqlite_master WHERE type = 'table'"):
+                script.append(sql.replace("DATETIME", "TIMESTAMP") + ";")
+        script += inserts(lambda v: "TRUE" if v else "FALSE")
         subprocess.run(["psql", name, "-q", "-v", "ON_ERROR_STOP=1"], input="\n".join(script),
                        check=True, capture_output=True, text=True, env=env, timeout=60)
         url = name.replace("postgresql://", "postgresql+asyncpg://", 1)
         out = run_import("--from", url, "--database", self.target)
         self.assertEqual(out.returncode, 0, out.stderr)
+        with Server(database=self.target) as srv:
+            self.assertEqual(self.go_on_as_zeus(srv), expected())
+
+    @unittest.skipUnless(os.path.exists("/usr/sbin/mariadbd"),
+                         "reading Zeus's MySQL needs MariaDB (mariadb-server)")
+    def test_from_mysql(self):
+        """The same database in MySQL (MariaDB), in the schema SQLAlchemy makes there for Zeus:
+        it imports, and the jobs go on as Zeus's did. (MySQL's FLOAT is single precision, as
+        Zeus's own MySQL database keeps it, yet close enough here for the same choices.)"""
+        where = os.path.join(self.tmp.name, "mysql")
+        url = subprocess.run([MYSQL_SERVER, "start", where], capture_output=True, text=True,
+                             check=True, timeout=180).stdout.strip()
+        self.addCleanup(subprocess.run, [MYSQL_SERVER, "stop", where], timeout=60)
+        port = url.rsplit(":", 1)[1]
+        script = ["CREATE DATABASE zeus;", "USE zeus;"] + ZEUS_MYSQL_DDL + inserts(
+            lambda v: "1" if v is True else "0" if v is False else None)
+        subprocess.run(["mariadb", "--no-defaults", "-h127.0.0.1", "-P" + port, "-uroot"],
+                       input="\n".join(script), check=True, capture_output=True, text=True,
+                       timeout=60)
+        out = run_import("--from", "mysql+aiomysql://root@127.0.0.1:%s/zeus" % port,
+                         "--database", self.target)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("Job 2 read: 2 new", out.stdout)
         with Server(database=self.target) as srv:
             self.assertEqual(self.go_on_as_zeus(srv), expected())
 
@@ -172,7 +231,9 @@ class ImportZeus(unittest.TestCase):
 
         cases = [
             ("sqlite:///" + os.path.join(self.tmp.name, "missing.sqlite"), "cannot open"),
-            ("mysql+aiomysql://u:p@h/zeus", "MySQL"),
+            ("mysql+aiomysql://u:secret@nohost.invalid/zeus",
+             "cannot connect to the Zeus database"),
+            ("mysql://u@localhost", "a MySQL URL names its database"),
             ("redis://x", "not a database URL"),
             (broken('DROP TABLE "GaussianTsArmState"'), 'no table "GaussianTsArmState"'),
             (broken('ALTER TABLE "Trial" ADD COLUMN epochs INTEGER'),
@@ -198,6 +259,7 @@ class ImportZeus(unittest.TestCase):
                 out = run_import("--from", url, "--database", self.target)
                 self.assertEqual(out.returncode, 1, out.stdout)
                 self.assertIn(message, out.stderr)
+                self.assertNotIn("secret", out.stderr)
         with open(path, "rb") as f:
             self.assertEqual(f.read(), text)  # the source is never written
         with Server(database=self.target) as srv:
