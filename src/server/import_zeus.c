@@ -178,20 +178,28 @@ static struct imported *job_of(struct import *im, const char *id)
     return bsearch(id, im->jobs, im->n_jobs, sizeof *im->jobs, by_id);
 }
 
+/* Room for one more item of `size` bytes in the array *items of n items (capacity *cap). */
+static int room_for_one(void **items, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    const size_t more = *cap ? 2 * *cap : 16;
+    void *g = realloc(*items, more * size);
+    if (!g)
+        return BSO_ENOMEM;
+    *items = g;
+    *cap = more;
+    return 0;
+}
+
 static int read_job(void *ctx, const struct bso_row *r)
 {
     struct import *im = ctx;
     const char *id = r->text(r->ctx, 0);
     if (im->prefix && strncmp(id, im->prefix, strlen(im->prefix)) != 0)
         return 0;
-    if (im->n_jobs == im->cap_jobs) {
-        const size_t cap = im->cap_jobs ? 2 * im->cap_jobs : 16;
-        struct imported *g = realloc(im->jobs, cap * sizeof *g);
-        if (!g)
-            return BSO_ENOMEM;
-        im->jobs = g;
-        im->cap_jobs = cap;
-    }
+    if (room_for_one((void **)&im->jobs, im->n_jobs, &im->cap_jobs, sizeof *im->jobs) < 0)
+        return BSO_ENOMEM;
     struct imported *j = &im->jobs[im->n_jobs++];
     memset(j, 0, sizeof *j);
     struct bso_job_spec *sp = &j->job.spec;
@@ -272,14 +280,8 @@ static int read_trial(void *ctx, const struct bso_row *r)
     if (!j)
         return 0;
     const char *id = j->job.spec.job_id;
-    if (j->n_rows == j->cap_rows) {
-        const size_t cap = j->cap_rows ? 2 * j->cap_rows : 32;
-        struct bso_trial_row *g = realloc(j->rows, cap * sizeof *g);
-        if (!g)
-            return BSO_ENOMEM;
-        j->rows = g;
-        j->cap_rows = cap;
-    }
+    if (room_for_one((void **)&j->rows, j->n_rows, &j->cap_rows, sizeof *j->rows) < 0)
+        return BSO_ENOMEM;
     struct bso_trial_row *row = &j->rows[j->n_rows];
     memset(row, 0, sizeof *row);
     struct bso_trial *t = &row->trial;
