@@ -176,6 +176,10 @@ static double ms_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* The largest body over the limit that is still read (and dropped) so that its sender can read
+ * the 413; see on_request. */
+#define DRAIN_MAX (64ull << 20)
+
 /* An answer given before routing (408, 413, 414), counted as unrouted. */
 static enum MHD_Result early_answer(struct MHD_Connection *c, struct pending *p, unsigned status,
                                     const char *msg)
@@ -219,8 +223,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return request_timeout(c, p);
         const char *cl =
             MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > srv->cfg.max_body)
+        const unsigned long long length = cl ? strtoull(cl, NULL, 10) : 0;
+        /* Over the limit. Answering at once would close the connection under a client still
+         * sending, which then sees a reset instead of the 413: a body of up to DRAIN_MAX is
+         * read to its end and thrown away first (below); only a larger one is refused now. */
+        if (length > DRAIN_MAX)
             return too_large(c, p, srv->cfg.max_body);
+        if (length > srv->cfg.max_body)
+            p->too_large = true;
         return MHD_YES;
     }
     if (*upload_size) {
