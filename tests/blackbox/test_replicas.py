@@ -3,6 +3,7 @@ harness.py): clients spread over three replicas keep working when one is killed,
 acknowledged is lost; a database outage gives 503s, and service comes back with the database."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -112,3 +113,25 @@ class Replicas(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(shutil.which("initdb") or os.path.isdir("/usr/lib/postgresql"),
+                     "PostgreSQL is not installed")
+class ClusterScript(unittest.TestCase):
+    def test_a_cluster_under_a_private_directory(self):
+        """scripts/pg-cluster.sh works wherever the checkout is: its DIR may sit under a
+        directory only its owner can enter (a root checkout in a 0700 home), because the
+        cluster's own files live where the postgres user reaches them."""
+        with tempfile.TemporaryDirectory() as private:
+            os.chmod(private, 0o700)
+            where = os.path.join(private, "build", "pg")
+            url = subprocess.run([CLUSTER, "start", where], capture_output=True, text=True,
+                                 check=True, timeout=120).stdout.strip()
+            try:
+                env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD",)}
+                out = subprocess.run(["psql", url, "-tAc", "SELECT 40 + 2"],
+                                     capture_output=True, text=True, env=env, timeout=60)
+                self.assertEqual(out.stdout.strip(), "42", out.stderr)
+            finally:
+                subprocess.run([CLUSTER, "stop", where], timeout=120)
+            self.assertFalse(os.path.exists(where))
