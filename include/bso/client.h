@@ -24,9 +24,12 @@ extern "C" {
 
 typedef struct bso_client bso_client;
 
-/* A client for server_url (e.g. "http://127.0.0.1:8000", or https://). Defaults: 10 s timeout,
- * 3 retries, the token in BSO_TOKEN and the CA certificate in BSO_CACERT when those are set.
- * Free with bso_client_free. BSO_EINVAL for an empty URL, BSO_ENOMEM. */
+/* A client for server_url (e.g. "http://127.0.0.1:8000", or https://). Several replicas without a
+ * load balancer: "http://a:8000,http://b:8000"; when one cannot be reached (or answers 502-504)
+ * the client moves to the next, at once, and stays there. A request that may have reached a
+ * server is sent again only when it is idempotent. Defaults: 10 s timeout, 3 retries, the token
+ * in BSO_TOKEN and the CA certificate in BSO_CACERT when those are set. Free with
+ * bso_client_free. BSO_EINVAL for an empty URL, BSO_ENOMEM. */
 BSO_API int bso_client_new(const char *server_url, bso_client **out);
 /* NULL is a no-op. */
 BSO_API void bso_client_free(bso_client *c);

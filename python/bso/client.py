@@ -12,8 +12,10 @@ BSO_ENET = -10  # bso/error.h: the server could not be reached
 
 
 def shown_url(url: str) -> str:
-    """url as logs show it: credentials in it (http://TOKEN@host) hidden, as libbso does."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@", r"\1***@", url)
+    """url (or a comma-separated list of them) as logs show it: credentials in it
+    (http://TOKEN@host) hidden, as libbso does."""
+    return ",".join(re.sub(r"^(\s*[A-Za-z][A-Za-z0-9+.-]*://)[^/?#,]*@", r"\1***@", part)
+                    for part in url.split(","))
 
 
 class Client:

@@ -15,8 +15,10 @@
 
 struct bso_client {
     CURL *curl;
-    char *base;  /* server URL without a trailing slash */
-    char *shown; /* base as messages show it: credentials in it (http://TOKEN@host) hidden */
+    /* The servers (replicas) to talk to, each without a trailing slash, and as messages show
+     * them (credentials, http://TOKEN@host, hidden); `current` is the one in use. */
+    char **bases, **shown;
+    size_t n_bases, current;
     long timeout_ms;
     int retries;
     int status;
@@ -63,6 +65,38 @@ static char *without_userinfo(const char *url)
     return out;
 }
 
+/* server_url as a comma-separated list of servers: "http://a:8000,http://b:8000". */
+static int split_servers(bso_client *c, const char *server_url)
+{
+    size_t most = 1;
+    for (const char *p = server_url; *p; p++)
+        most += *p == ',';
+    c->bases = calloc(most, sizeof *c->bases);
+    c->shown = calloc(most, sizeof *c->shown);
+    if (!c->bases || !c->shown)
+        return BSO_ENOMEM;
+    for (const char *p = server_url; *p;) {
+        const size_t len = strcspn(p, ",");
+        const char *s = p, *e = p + len;
+        p = *e ? e + 1 : e;
+        while (s < e && (*s == ' ' || *s == '\t'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '/'))
+            e--;
+        if (s == e)
+            continue; /* an empty entry ("a,,b", a trailing comma) */
+        char *base = strndup(s, (size_t)(e - s));
+        char *shown = base ? without_userinfo(base) : NULL;
+        if (!shown) {
+            free(base);
+            return BSO_ENOMEM;
+        }
+        c->bases[c->n_bases] = base;
+        c->shown[c->n_bases++] = shown;
+    }
+    return c->n_bases > 0 ? 0 : BSO_EINVAL;
+}
+
 int bso_client_new(const char *server_url, bso_client **out)
 {
     if (!server_url || !*server_url)
@@ -71,18 +105,11 @@ int bso_client_new(const char *server_url, bso_client **out)
     bso_client *c = calloc(1, sizeof(*c));
     if (!c)
         return BSO_ENOMEM;
-    c->base = strdup(server_url);
     c->curl = curl_easy_init();
-    if (!c->base || !c->curl) {
+    int rc = c->curl ? split_servers(c, server_url) : BSO_ENOMEM;
+    if (rc < 0) {
         bso_client_free(c);
-        return BSO_ENOMEM;
-    }
-    size_t n = strlen(c->base);
-    while (n > 0 && c->base[n - 1] == '/')
-        c->base[--n] = '\0';
-    if (!(c->shown = without_userinfo(c->base))) {
-        bso_client_free(c);
-        return BSO_ENOMEM;
+        return rc;
     }
     c->timeout_ms = 10000;
     c->retries = 3;
@@ -128,7 +155,11 @@ void bso_client_free(bso_client *c)
         return;
     if (c->curl)
         curl_easy_cleanup(c->curl);
-    free(c->base);
+    for (size_t i = 0; i < c->n_bases; i++) {
+        free(c->bases[i]);
+        free(c->shown[i]);
+    }
+    free(c->bases);
     free(c->shown);
     free(c->auth_header);
     free(c->cacert);
@@ -184,6 +215,15 @@ static size_t on_data(char *data, size_t size, size_t n, void *userp)
 }
 
 /* Whether a failure may be retried: never-sent requests always, others when idempotent. */
+/* A failure that says nothing of the request but that this server could not be reached or
+ * did not answer: the next server of the list is tried. */
+static bool unreachable(CURLcode cc, int status)
+{
+    return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+           cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_SEND_ERROR || cc == CURLE_RECV_ERROR ||
+           cc == CURLE_GOT_NOTHING || status == 502 || status == 503 || status == 504;
+}
+
 static bool retryable(CURLcode cc, int status, bool idempotent)
 {
     if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
@@ -207,14 +247,19 @@ static int call(bso_client *c, const char *method, const char *path, const char 
                 bool idempotent)
 {
     char url[4096];
-    snprintf(url, sizeof url, "%s%s", c->base, path);
     struct curl_slist *headers = NULL;
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
     if (c->auth_header)
         headers = curl_slist_append(headers, c->auth_header);
     int rc = 0;
+    /* Each server once more than the retries: with several, a connection that fails moves to
+     * the next at once. A request that may have reached a server is resent only when it is
+     * idempotent (reports are, per trial: a replica that gets one twice stores it once). */
+    const int attempts = c->retries + (int)c->n_bases - 1;
     for (int attempt = 0;; attempt++) {
+        const size_t server = c->current;
+        snprintf(url, sizeof url, "%s%s", c->bases[server], path);
         c->len = 0;
         c->status = 0;
         c->oom = false;
@@ -248,17 +293,23 @@ static int call(bso_client *c, const char *method, const char *path, const char 
             rc = 0;
             break;
         }
-        if (attempt < c->retries && retryable(cc, c->status, idempotent)) {
-            struct timespec pause = {0, 100000000L << attempt};
-            if (pause.tv_nsec >= 1000000000L) {
-                pause.tv_sec = pause.tv_nsec / 1000000000L;
-                pause.tv_nsec %= 1000000000L;
+        const bool moved = c->n_bases > 1 && unreachable(cc, c->status);
+        if (moved)
+            c->current = (server + 1) % c->n_bases;
+        if (attempt < attempts && retryable(cc, c->status, idempotent)) {
+            if (!moved || c->current == 0) { /* the same server again: pause first */
+                struct timespec pause = {0, 100000000L << (attempt < 4 ? attempt : 4)};
+                if (pause.tv_nsec >= 1000000000L) {
+                    pause.tv_sec = pause.tv_nsec / 1000000000L;
+                    pause.tv_nsec %= 1000000000L;
+                }
+                nanosleep(&pause, NULL);
             }
-            nanosleep(&pause, NULL);
             continue;
         }
         if (cc != CURLE_OK) {
-            rc = fail(c, BSO_ENET, "%s %s%s: %s", method, c->shown, path, curl_easy_strerror(cc));
+            rc = fail(c, BSO_ENET, "%s %s%s: %s", method, c->shown[server], path,
+                      curl_easy_strerror(cc));
         } else {
             server_error(c, method, path);
             rc = BSO_EHTTP;

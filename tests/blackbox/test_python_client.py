@@ -11,6 +11,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
 import bso  # noqa: E402
+import harness  # noqa: E402
 from harness import Server  # noqa: E402
 
 
@@ -264,6 +265,45 @@ class PythonClient(unittest.TestCase):
                          (None, None, []))
         with self.assertRaises(ValueError):
             opt.on_evaluate(0.3, samples=10)
+
+    def test_several_server_urls(self):
+        """BSO_SERVER_URL may list several servers: one that cannot be reached is passed over
+        at once (even without retries), and its messages name the server that failed."""
+        dead = "http://127.0.0.1:1"
+        c = bso.Client("%s, %s/" % (dead, self.url), retries=0)
+        self.assertEqual(c.get("/healthz")["status"], "ok")
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), "%s,%s" % (dead, self.url), spec())
+        self.assertEqual(opt.get_batch_size(), 1024)
+        opt.on_train_begin()
+        for metric in (0.3, 0.4, 0.6):
+            opt.on_evaluate(metric)
+        self.assertTrue(opt.training_finished)
+        with self.assertRaises(bso.BSORuntimeError) as e:
+            bso.Client("%s,http://127.0.0.1:2" % dead, retries=0).get("/jobs")
+        self.assertIn("http://127.0.0.1:2/jobs", str(e.exception))
+        with self.assertRaises(bso.BSORuntimeError):
+            bso.Client(" , ")
+
+    @unittest.skipUnless(harness.PG_URL, "replicas share a PostgreSQL database")
+    def test_replica_failover_mid_run(self):
+        """Two replicas, no load balancer: the run registers and gets its batch size from the
+        first, which then stops; its reports go to the second, and the trial ends stored once."""
+        database = self.srv.database
+        other = Server(database=database).__enter__()
+        self.addCleanup(other.__exit__, None, None, None)
+        urls = "%s,http://127.0.0.1:%d" % (self.url, other.port)
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), urls, spec())
+        bs = opt.get_batch_size()
+        opt.on_train_begin()
+        opt.on_evaluate(0.3)
+        self.srv.stop()
+        for metric in (0.4, 0.6):
+            opt.on_evaluate(metric)
+        self.assertTrue(opt.training_finished)
+        trials = other.request("GET", "/jobs/test-client/trials")[1]["trials"]
+        self.assertEqual([(t["trial_number"], t["batch_size"], t["status"], t["converged"])
+                          for t in trials], [(1, bs, "Succeeded", True)])
+        self.srv.start()  # for tearDown
 
     def test_converge_fail(self):
         opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(beta_knob=None))
