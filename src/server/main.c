@@ -15,8 +15,6 @@
 #include "server/token_cmd.h"
 #include "store/store.h"
 
-#define BSO_VERSION "0.1.0"
-
 static int migrate(const struct bso_config *cfg)
 {
     if (cfg->migrate_sql) {

@@ -1,0 +1,395 @@
+/* Jobs: registration (POST /jobs), a batch size for a new trial (GET /jobs/batch_size),
+ * deletion, the job list and one job, reset and transfer. */
+#include "server/handler.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "bso/error.h"
+#include "core/pyfmt.h"
+#include "server/metrics.h"
+#include "server/service.h"
+
+void bso_h_register(struct bso_request *req, struct bso_response *res)
+{
+    if (!bso_h_json_body_allowed(req, res))
+        return;
+    struct bso_job_spec spec;
+    struct bso_details ds;
+    if (bso_decode_spec(req->body, req->body_len, &spec, &ds) < 0) {
+        bso_h_details(res, &ds);
+        return;
+    }
+    snprintf(spec.tenant, sizeof spec.tenant, "%s", req->who.tenant);
+    struct bso_session *s = bso_h_session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    bool created = false;
+    /* transfer_from: the source is checked first, so that a bad one creates nothing. */
+    int rc = spec.transfer_from[0] ? bso_svc_check_transfer_source(s, spec.transfer_from, msg) : 0;
+    if (rc == 0)
+        rc = bso_svc_register(s, &spec, req->cfg->default_policy, &created, msg);
+    int64_t sizes = 0;
+    if (rc == 0 && created && spec.transfer_from[0])
+        rc = bso_svc_transfer(s, spec.job_id, spec.transfer_from, &sizes, msg);
+    struct bso_job_spec registered;
+    const bool differs = rc == BSO_ECONFLICT && spec.has_job_id &&
+                         bso_svc_load_spec(s, spec.job_id, &registered) == 0;
+    bso_session_release(s);
+    if (differs) { /* Zeus's bso_h_message, and which fields differ with both values */
+        res->status = 409;
+        jb_obj(&res->body);
+        jb_key(&res->body, "message");
+        jb_str(&res->body, msg);
+        jb_key(&res->body, "differences");
+        bso_encode_spec_diff(&res->body, &registered, &spec);
+        jb_end(&res->body);
+        return;
+    }
+    if (rc < 0) {
+        bso_h_message(res, bso_h_status_of(rc, 400), msg);
+        return;
+    }
+    if (created)
+        log_info("Registered job %s", spec.job_id);
+    if (created && spec.transfer_from[0])
+        log_info("Job %s starts from job %s's epochs at %lld batch sizes", spec.job_id,
+                 spec.transfer_from, (long long)sizes);
+    res->status = created ? 201 : 200;
+    bso_encode_spec(&res->body, &spec);
+}
+
+void bso_h_predict(struct bso_request *req, struct bso_response *res)
+{
+    const char *id = bso_h_job_id_param(req, res);
+    struct bso_session *s = id ? bso_h_session(req, res) : NULL;
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    struct bso_trial t;
+    bool switched = false;
+    int64_t arms[BSO_MAX_BATCH_SIZES];
+    size_t n_arms = 0;
+    double power_limit_w;
+    int rc = bso_svc_predict(s, id, &t, &switched, arms, &n_arms, &power_limit_w, msg);
+    bso_session_release(s);
+    if (rc == BSO_EPRUNED) { /* Zeus's bso_h_message, and the way out Zeus lacks */
+        res->status = 409;
+        jb_obj(&res->body);
+        jb_key(&res->body, "message");
+        jb_str(&res->body, msg);
+        jb_key(&res->body, "hint");
+        jb_str(&res->body, "Reset the job to learn afresh: POST /jobs/{job_id}/reset, or "
+                           "`bso reset JOB`; or register it again under a new job_id.");
+        jb_end(&res->body);
+        return;
+    }
+    if (rc < 0) {
+        bso_h_message(res, bso_h_status_of(rc, 400), msg);
+        return;
+    }
+    if (switched) {
+        char list[2048];
+        if (bso_pyintlist_repr(arms, n_arms, list, sizeof list) < 0)
+            snprintf(list, sizeof list, "[%zu arms]", n_arms);
+        log_info("Construct MAB for %s with arms %s", id, list);
+    }
+    jb_obj(&res->body);
+    jb_key(&res->body, "job_id");
+    jb_str(&res->body, id);
+    jb_key(&res->body, "batch_size");
+    jb_int(&res->body, t.batch_size);
+    jb_key(&res->body, "trial_number");
+    jb_int(&res->body, t.number);
+    if (!isnan(power_limit_w)) { /* only for sizes a run profiled: Zeus's answer otherwise */
+        jb_key(&res->body, "power_limit");
+        jb_float(&res->body, power_limit_w);
+    }
+    jb_end(&res->body);
+}
+
+void bso_h_delete_job(struct bso_request *req, struct bso_response *res)
+{
+    const char *id = bso_h_job_id_param(req, res);
+    struct bso_session *s = id ? bso_h_session(req, res) : NULL;
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    int rc = bso_svc_delete(s, id, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        bso_h_message(res, bso_h_status_of(rc, 404), msg);
+        return;
+    }
+    log_info("Deleted job %s", id);
+    jb_null(&res->body);
+}
+
+static int job_row(void *ctx, const struct bso_job_summary *r)
+{
+    struct list_ctx *c = ctx;
+    jb_obj(c->b);
+    jb_key(c->b, "job_id");
+    jb_str(c->b, r->job_id);
+    jb_key(c->b, "gpu_model");
+    jb_str(c->b, r->gpu_model);
+    jb_key(c->b, "stage");
+    jb_str(c->b, bso_stage_name(r->stage));
+    jb_key(c->b, "trials");
+    jb_int(c->b, r->n_trials);
+    jb_key(c->b, "min_cost");
+    if (r->has_min_cost)
+        jb_float(c->b, r->min_cost);
+    else
+        jb_null(c->b);
+    jb_key(c->b, "min_cost_batch_size");
+    jb_int(c->b, r->min_cost_batch_size);
+    jb_key(c->b, "created_at");
+    jb_str(c->b, r->created_at);
+    jb_key(c->b, "tenant");
+    if (r->tenant[0])
+        jb_str(c->b, r->tenant);
+    else
+        jb_null(c->b);
+    jb_end(c->b);
+    c->rows++;
+    snprintf(c->last_id, sizeof c->last_id, "%s", r->job_id);
+    return 0;
+}
+
+void bso_h_list_jobs(struct bso_request *req, struct bso_response *res)
+{
+    int64_t limit;
+    if (!bso_h_int_param(req, res, "limit", 1, 1000, 100, &limit))
+        return;
+    struct bso_session *s = bso_h_session(req, res);
+    if (!s)
+        return;
+    struct list_ctx c = {.b = &res->body};
+    jb_obj(&res->body);
+    jb_key(&res->body, "jobs");
+    jb_arr(&res->body);
+    int rc = bso_session_begin_read(s);
+    if (rc == 0)
+        rc = bso_session_list_jobs(s, bso_h_query(req, "after"), limit, job_row, &c);
+    bso_session_rollback(s);
+    if (rc < 0) {
+        bso_h_unavailable(res, "list jobs", bso_session_errmsg(s));
+        bso_session_release(s);
+        return;
+    }
+    bso_session_release(s);
+    jb_end(&res->body);
+    jb_key(&res->body, "next_after");
+    if (c.rows == limit)
+        jb_str(&res->body, c.last_id);
+    else
+        jb_null(&res->body);
+    jb_end(&res->body);
+}
+
+/* What the bso policy knows about each batch size. */
+static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
+{
+    jb_key(b, "batch_size_stats");
+    jb_arr(b);
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        const struct bso_bs_stat *s = &job->stats[i];
+        jb_obj(b);
+        jb_key(b, "batch_size");
+        jb_int(b, job->spec.batch_sizes[i]);
+        jb_key(b, "status");
+        jb_str(b, bso_bs_status_name(s->status));
+        jb_key(b, "runs");
+        jb_int(b, (int64_t)s->total_runs);
+        jb_key(b, "successes");
+        jb_int(b, (int64_t)s->total_successes);
+        jb_key(b, "mean_epochs");
+        bso_h_jb_maybe(b, s->successes > 0 ? s->sum_epochs / (double)s->successes : NAN);
+        jb_key(b, "cost_per_epoch");
+        bso_h_jb_maybe(b, bso_bs_cost_per_epoch(s));
+        jb_key(b, "expected_cost");
+        bso_h_jb_maybe(b, bso_bs_expected_cost(s));
+        jb_key(b, "estimated_cost_per_epoch"); /* what the policy assumes before measuring */
+        bso_h_jb_maybe(b, bso_policy_epoch_cost(job, i));
+        jb_key(b, "prior_epochs"); /* transferred from another job, until a run here reaches */
+        bso_h_jb_maybe(b, s->prior_epochs > 0 ? s->prior_epochs : NAN);
+        jb_end(b);
+    }
+    jb_end(b);
+}
+
+/* Where the job came from (bso transfer) and when the bso policy last found that it changed:
+ * "transferred_from" {job_id, batch_sizes, at} or null, "change_detected_at_trial" or null. */
+static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso_job *job)
+{
+    struct bso_job_origin o;
+    const int rc = bso_session_load_origin(s, job->spec.job_id, &o);
+    if (rc < 0 && rc != BSO_ENOTFOUND)
+        return rc;
+    jb_key(b, "transferred_from");
+    if (rc == 0) {
+        jb_obj(b);
+        jb_key(b, "job_id");
+        jb_str(b, o.from_job);
+        jb_key(b, "batch_sizes");
+        jb_int(b, o.sizes);
+        jb_key(b, "at");
+        jb_str(b, o.at);
+        jb_end(b);
+    } else {
+        jb_null(b);
+    }
+    double changed = 0;
+    for (size_t i = 0; job->spec.policy == BSO_POLICY_BSO && i < job->spec.n_batch_sizes; i++)
+        changed = job->stats[i].change_mark > changed ? job->stats[i].change_mark : changed;
+    jb_key(b, "change_detected_at_trial");
+    if (changed > 0)
+        jb_int(b, (int64_t)changed);
+    else
+        jb_null(b);
+    return 0;
+}
+
+static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_job *job,
+                      const int64_t counts[3])
+{
+    jb_obj(b);
+    jb_key(b, "job_id");
+    jb_str(b, job->spec.job_id);
+    jb_key(b, "tenant");
+    if (job->spec.tenant[0])
+        jb_str(b, job->spec.tenant);
+    else
+        jb_null(b);
+    jb_key(b, "spec");
+    bso_encode_spec(b, &job->spec);
+    jb_key(b, "stage");
+    jb_str(b, bso_stage_name(job->stage));
+    jb_key(b, "min_cost");
+    if (job->has_min_cost)
+        jb_float(b, job->min_cost);
+    else
+        jb_null(b);
+    jb_key(b, "min_cost_batch_size");
+    jb_int(b, job->min_cost_batch_size);
+    jb_key(b, "trials");
+    jb_obj(b);
+    jb_key(b, "total");
+    jb_int(b, job->last_trial_number);
+    for (int st = 0; st < 3; st++) {
+        char key[16];
+        snprintf(key, sizeof key, "%s", bso_trial_status_name((enum bso_trial_status)st));
+        key[0] = (char)(key[0] - 'A' + 'a');
+        jb_key(b, key);
+        jb_int(b, counts[st]);
+    }
+    jb_end(b);
+    /* Infinite precisions (an arm whose rewards have no spread) are written as null. */
+    jb_key(b, "arms");
+    jb_arr(b);
+    for (size_t i = 0; i < job->n_arms; i++) {
+        const struct bso_arm *a = &job->arms[i];
+        jb_obj(b);
+        jb_key(b, "batch_size");
+        jb_int(b, a->batch_size);
+        jb_key(b, "mean_cost");
+        jb_float(b, -a->param_mean);
+        jb_key(b, "param_mean");
+        jb_float(b, a->param_mean);
+        jb_key(b, "param_precision");
+        jb_float(b, a->param_precision);
+        jb_key(b, "reward_precision");
+        jb_float(b, a->reward_precision);
+        jb_key(b, "num_observations");
+        jb_int(b, a->num_observations);
+        jb_key(b, "num_results");
+        jb_int(b, a->n_results);
+        jb_end(b);
+    }
+    jb_end(b);
+    int64_t infeasible[BSO_MAX_BATCH_SIZES];
+    const size_t n_infeasible = bso_job_infeasible_sizes(job, infeasible);
+    jb_key(b, "infeasible_batch_sizes");
+    jb_arr(b);
+    for (size_t i = 0; i < n_infeasible; i++)
+        jb_int(b, infeasible[i]);
+    jb_end(b);
+    if (job->spec.policy == BSO_POLICY_BSO)
+        encode_bs_stats(b, job);
+    int rc = bso_h_encode_profile(b, s, &job->spec);
+    if (rc == 0)
+        rc = bso_h_encode_power(b, s, &job->spec);
+    if (rc == 0)
+        rc = encode_origin(b, s, job);
+    jb_end(b);
+    return rc;
+}
+
+void bso_h_get_job(struct bso_request *req, struct bso_response *res)
+{
+    struct bso_session *s = bso_h_session(req, res);
+    if (!s)
+        return;
+    struct bso_job job;
+    int64_t counts[3] = {0};
+    int rc = bso_session_begin_read(s);
+    if (rc == 0)
+        rc = bso_session_load_job(s, req->segment, BSO_LOAD_ARMS | BSO_LOAD_TRIALS, &job);
+    if (rc == 0) {
+        rc = bso_session_count_trials(s, req->segment, counts);
+        if (rc == 0)
+            rc = encode_job(&res->body, s, &job, counts);
+        bso_job_clear(&job);
+    }
+    bso_session_rollback(s);
+    if (rc < 0)
+        bso_h_read_failed(res, s, rc, req->segment, "get job");
+    bso_session_release(s);
+}
+
+/* POST /jobs/ID/reset: the job forgets what it learned; answers the job as GET /jobs/ID. */
+void bso_h_reset_job(struct bso_request *req, struct bso_response *res)
+{
+    struct bso_session *s = bso_h_session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    const int rc = bso_svc_reset(s, req->segment, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        bso_h_message(res, bso_h_status_of(rc, 404), msg);
+        return;
+    }
+    log_info("Reset job %s: it explores again from its spec", req->segment);
+    bso_h_get_job(req, res);
+}
+
+/* POST /jobs/ID/transfer {"from": OLD}: the job starts from OLD's per-size epochs (the same
+ * workload on other hardware); answers the job as GET /jobs/ID. */
+void bso_h_transfer(struct bso_request *req, struct bso_response *res)
+{
+    if (!bso_h_json_body_allowed(req, res))
+        return;
+    char from[BSO_JOB_ID_MAX + 1];
+    struct bso_details ds;
+    if (bso_decode_transfer(req->body, req->body_len, from, sizeof from, &ds) < 0) {
+        bso_h_details(res, &ds);
+        return;
+    }
+    struct bso_session *s = bso_h_session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    int64_t sizes;
+    const int rc = bso_svc_transfer(s, req->segment, from, &sizes, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        bso_h_message(res, bso_h_status_of(rc, 404), msg);
+        return;
+    }
+    log_info("Job %s starts from job %s's epochs at %lld batch sizes", req->segment, from,
+             (long long)sizes);
+    bso_h_get_job(req, res);
+}
