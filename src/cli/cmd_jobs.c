@@ -1,0 +1,23 @@
+/* `bso jobs`: the server's jobs, one line each. */
+#include "cli/cli.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+static void job_row(json_t *j)
+{
+    char cost[32];
+    cli_fmt_num(cost, sizeof cost, json_object_get(j, "min_cost"), 1);
+    printf("%-32s %-8s %7" PRId64 " %14s %10" PRId64 "  %s\n", cli_str(j, "job_id"),
+           cli_str(j, "stage"), (int64_t)json_integer_value(json_object_get(j, "trials")), cost,
+           (int64_t)json_integer_value(json_object_get(j, "min_cost_batch_size")),
+           cli_str(j, "gpu_model"));
+}
+
+int cmd_jobs(struct ctx *c)
+{
+    if (!c->json)
+        printf("%-32s %-8s %7s %14s %10s  %s\n", "JOB", "STAGE", "TRIALS", "MIN COST", "BEST BS",
+               "GPU");
+    return cli_each_row(c, "/jobs?limit=1000", "jobs", job_row);
+}

@@ -1,0 +1,34 @@
+/* `bso transfer OLD NEW`: job NEW starts from what job OLD learnt of each batch size's epochs. */
+#include "cli/cli.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int cmd_transfer(struct ctx *c)
+{
+    bso_client *cl = c->cl;
+    char path[900];
+    cli_job_path(c->argv[1], "/transfer", path, sizeof path);
+    json_t *body = json_pack("{s:s}", "from", c->argv[0]);
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text)
+        return cli_die("out of memory");
+    int status = cli_check(cl, bso_client_post(cl, path, text));
+    free(text);
+    if (status != 0)
+        return status;
+    if (c->json) {
+        cli_print_body(cl);
+        return 0;
+    }
+    json_t *job = json_loads(bso_client_body(cl), 0, NULL);
+    json_t *origin = json_object_get(job, "transferred_from");
+    printf("%s starts from %s's epochs-to-target at %" PRId64
+           " batch sizes; its costs per epoch are measured afresh\n",
+           c->argv[1], c->argv[0],
+           (int64_t)json_integer_value(json_object_get(origin, "batch_sizes")));
+    json_decref(job);
+    return 0;
+}
