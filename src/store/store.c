@@ -98,14 +98,14 @@ int bso_store_open(const char *url, const struct bso_store_options *opt, struct 
         return BSO_ENOMEM;
     }
     s->ops = ops;
-    int rc = ops->open(target, opt, &s->backend, err, errcap);
+    int rc = ops->backend.open(target, opt, &s->backend, err, errcap);
     if (rc < 0) {
         free(s);
         return rc;
     }
-    if (opt && opt->cache_bytes > 0 && ops->cacheable(s->backend) &&
+    if (opt && opt->cache_bytes > 0 && ops->backend.cacheable(s->backend) &&
         !(s->cache = bso_jobcache_new(opt->cache_bytes))) {
-        ops->close(s->backend);
+        ops->backend.close(s->backend);
         free(s);
         snprintf(err, errcap, "out of memory");
         return BSO_ENOMEM;
@@ -113,7 +113,7 @@ int bso_store_open(const char *url, const struct bso_store_options *opt, struct 
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->writer, NULL);
     pthread_cond_init(&s->returned, NULL);
-    s->session_limit = ops->session_limit(s->backend);
+    s->session_limit = ops->backend.session_limit(s->backend);
     *out = s;
     return 0;
 }
@@ -125,9 +125,9 @@ void bso_store_close(struct bso_store *store)
     while (store->free) {
         struct bso_session *s = store->free;
         store->free = s->next_free;
-        store->ops->session_free(s);
+        store->ops->backend.session_free(s);
     }
-    store->ops->close(store->backend);
+    store->ops->backend.close(store->backend);
     bso_jobcache_free(store->cache);
     pthread_cond_destroy(&store->returned);
     pthread_mutex_destroy(&store->writer);
@@ -142,14 +142,14 @@ const char *bso_store_backend(const struct bso_store *store)
 
 int bso_store_schema_version(const struct bso_store *store)
 {
-    return store->ops->schema_version(store->backend);
+    return store->ops->backend.schema_version(store->backend);
 }
 
 const char *bso_store_migrations_sql(const char *url)
 {
     const char *target;
     const struct bso_store_ops *ops = url ? pick(url, &target) : NULL;
-    return ops ? ops->migrations_sql() : NULL;
+    return ops ? ops->backend.migrations_sql() : NULL;
 }
 
 int bso_store_session(struct bso_store *store, struct bso_session **out)
@@ -165,7 +165,7 @@ int bso_store_session(struct bso_store *store, struct bso_session **out)
     pthread_mutex_unlock(&store->lock);
     if (!s) {
         char err[256];
-        s = store->ops->session_new(store->backend, err, sizeof err);
+        s = store->ops->backend.session_new(store->backend, err, sizeof err);
         if (!s) {
             pthread_mutex_lock(&store->lock);
             store->open_sessions--;
@@ -208,7 +208,7 @@ static int ensure_tx(struct bso_session *s)
     if (!s->deferred)
         return 0;
     s->deferred = false;
-    return s->ops->begin_read(s);
+    return s->ops->tx.begin_read(s);
 }
 
 static void forget_pending(struct bso_session *s)
@@ -243,10 +243,10 @@ static void end_write(struct bso_session *s)
 int bso_session_begin_write(struct bso_session *s, const char *job_id)
 {
     if (!s->store->cache)
-        return s->ops->begin_write(s, job_id);
+        return s->ops->tx.begin_write(s, job_id);
     pthread_mutex_lock(&s->store->writer);
     s->writing = true;
-    const int rc = s->ops->begin_write(s, job_id);
+    const int rc = s->ops->tx.begin_write(s, job_id);
     if (rc < 0)
         end_write(s);
     return rc;
@@ -255,7 +255,7 @@ int bso_session_begin_write(struct bso_session *s, const char *job_id)
 int bso_session_begin_read(struct bso_session *s)
 {
     if (!s->store->cache)
-        return s->ops->begin_read(s);
+        return s->ops->tx.begin_read(s);
     s->deferred = true;
     return 0;
 }
@@ -263,12 +263,12 @@ int bso_session_begin_read(struct bso_session *s)
 int bso_session_commit(struct bso_session *s)
 {
     if (!s->store->cache)
-        return s->ops->commit(s);
+        return s->ops->tx.commit(s);
     if (s->deferred) {
         s->deferred = false;
         return 0;
     }
-    const int rc = s->ops->commit(s);
+    const int rc = s->ops->tx.commit(s);
     if (s->writing)
         settle(s, rc == 0);
     end_write(s);
@@ -278,11 +278,11 @@ int bso_session_commit(struct bso_session *s)
 void bso_session_rollback(struct bso_session *s)
 {
     if (!s->store->cache) {
-        s->ops->rollback(s);
+        s->ops->tx.rollback(s);
         return;
     }
     if (!s->deferred)
-        s->ops->rollback(s);
+        s->ops->tx.rollback(s);
     s->deferred = false;
     forget_pending(s);
     end_write(s);
@@ -317,7 +317,7 @@ static int load_through(struct bso_session *s, const char *job_id, unsigned load
     const uint64_t stamp = bso_jobcache_stamp(c, job_id);
     int rc = ensure_tx(s);
     if (rc == 0)
-        rc = s->ops->load_job(s, job_id, BSO_LOAD_TRIALS | BSO_LOAD_ARMS, job);
+        rc = s->ops->jobs.load(s, job_id, BSO_LOAD_TRIALS | BSO_LOAD_ARMS, job);
     if (rc < 0)
         return rc;
     if (fresh)
@@ -351,7 +351,7 @@ static int load_any_job(struct bso_session *s, const char *job_id, unsigned load
                         struct bso_job *job)
 {
     if (!s->store->cache)
-        return s->ops->load_job(s, job_id, load, job);
+        return s->ops->jobs.load(s, job_id, load, job);
     const int hit = bso_jobcache_get(s->store->cache, job_id, load, job, 0, NULL);
     if (hit < 0)
         return bso_session_fail(s, hit, "out of memory");
@@ -383,14 +383,14 @@ int bso_session_load_pair(struct bso_session *s, const char *job_id, unsigned lo
     }
     if (rc == BSO_JOBCACHE_MISS) {
         rc = s->store->cache ? load_through(s, job_id, load, job)
-                             : s->ops->load_job(s, job_id, load, job);
+                             : s->ops->jobs.load(s, job_id, load, job);
         if (rc == 0)
             rc = scope_check(s, job_id, job);
         if (rc == BSO_ENOTFOUND)
             *missing = BSO_MISSING_JOB;
         if (rc < 0)
             return rc;
-        rc = s->ops->load_trial(s, job_id, number, trial);
+        rc = s->ops->trials.load(s, job_id, number, trial);
     } else {
         /* The cached job (filled in) lacks the trial. */
         if ((rc = scope_check(s, job_id, job)) < 0) {
@@ -409,7 +409,7 @@ int bso_session_load_pair(struct bso_session *s, const char *job_id, unsigned lo
 
 int bso_session_insert_job(struct bso_session *s, const struct bso_job *job)
 {
-    return s->ops->insert_job(s, job);
+    return s->ops->jobs.insert(s, job);
 }
 
 /* The next change slot for the cache (zeroed), or NULL when the session holds as many as it
@@ -454,20 +454,20 @@ int bso_session_save(struct bso_session *s, const struct bso_job *job, unsigned 
     const char *id = job->spec.job_id;
     int rc = 0;
     if (changed & BSO_CHANGED_TRIAL)
-        rc = ops->write_trial(s, id, trial, trial_is_new);
+        rc = ops->trials.write(s, id, trial, trial_is_new);
     /* The job's row holds its stage, minimum, RNG and last trial number: only those. */
     const unsigned job_row = BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST;
     if (rc == 0 && ((changed & job_row) || ((changed & BSO_CHANGED_TRIAL) && trial_is_new)))
-        rc = ops->update_job(s, job);
+        rc = ops->jobs.update(s, job);
     for (size_t i = 0; rc == 0 && (changed & BSO_CHANGED_ARMS) && i < job->n_arms; i++)
-        rc = ops->write_arm(s, id, &job->arms[i], true);
+        rc = ops->learning.write_arm(s, id, &job->arms[i], true);
     if (rc == 0 && (changed & BSO_CHANGED_ARM) && !(changed & BSO_CHANGED_ARMS))
-        rc = ops->write_arm(s, id, &job->arms[arm_index], false);
+        rc = ops->learning.write_arm(s, id, &job->arms[arm_index], false);
     if (rc == 0 && (changed & BSO_CHANGED_ALL_STATS))
         for (size_t i = 0; rc == 0 && i < job->spec.n_batch_sizes; i++)
-            rc = ops->save_stat(s, job, i);
+            rc = ops->learning.save_stat(s, job, i);
     else if (rc == 0 && (changed & BSO_CHANGED_STATS) && arm_index < job->spec.n_batch_sizes)
-        rc = ops->save_stat(s, job, arm_index);
+        rc = ops->learning.save_stat(s, job, arm_index);
     if (rc == 0 && s->store->cache)
         pend(s, job, changed, trial, trial_is_new, arm_index);
     return rc;
@@ -477,7 +477,7 @@ int bso_session_load_trial(struct bso_session *s, const char *job_id, int64_t nu
                            struct bso_trial *trial)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->load_trial(s, job_id, number, trial);
+    return rc < 0 ? rc : s->ops->trials.load(s, job_id, number, trial);
 }
 
 int bso_session_delete_job(struct bso_session *s, const char *job_id)
@@ -489,7 +489,7 @@ int bso_session_delete_job(struct bso_session *s, const char *job_id)
             return seen;
         bso_job_clear(&job);
     }
-    const int rc = s->ops->delete_job(s, job_id);
+    const int rc = s->ops->jobs.delete(s, job_id);
     if (rc == 0)
         forget_on_commit(s, job_id);
     return rc;
@@ -502,7 +502,7 @@ int bso_session_reset_job(struct bso_session *s, const char *job_id)
     if (rc < 0)
         return rc;
     bso_job_clear(&job);
-    rc = s->ops->reset_job(s, job_id);
+    rc = s->ops->jobs.reset(s, job_id);
     if (rc == 0)
         forget_on_commit(s, job_id);
     return rc;
@@ -511,7 +511,7 @@ int bso_session_reset_job(struct bso_session *s, const char *job_id)
 int bso_session_job_exists(struct bso_session *s, const char *job_id)
 {
     int rc = ensure_tx(s);
-    if (rc < 0 || (rc = s->ops->job_exists(s, job_id)) <= 0 || !s->scoped)
+    if (rc < 0 || (rc = s->ops->jobs.exists(s, job_id)) <= 0 || !s->scoped)
         return rc;
     struct bso_job job;
     rc = bso_session_load_job(s, job_id, 0, &job);
@@ -526,32 +526,32 @@ int bso_session_list_jobs(struct bso_session *s, const char *after, int64_t limi
                           int (*fn)(void *ctx, const struct bso_job_summary *row), void *ctx)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->list_jobs(s, after, limit, s->scoped ? s->scope : NULL, fn, ctx);
+    return rc < 0 ? rc : s->ops->jobs.list(s, after, limit, s->scoped ? s->scope : NULL, fn, ctx);
 }
 
 int bso_session_list_trials(struct bso_session *s, const char *job_id, int64_t after, int64_t limit,
                             int (*fn)(void *ctx, const struct bso_trial_row *row), void *ctx)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->list_trials(s, job_id, after, limit, fn, ctx);
+    return rc < 0 ? rc : s->ops->trials.list(s, job_id, after, limit, fn, ctx);
 }
 
 int bso_session_count_trials(struct bso_session *s, const char *job_id, int64_t counts[3])
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->count_trials(s, job_id, counts);
+    return rc < 0 ? rc : s->ops->trials.count(s, job_id, counts);
 }
 
 int bso_session_tally(struct bso_session *s, int64_t jobs[2], int64_t trials[3])
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->tally(s, jobs, trials);
+    return rc < 0 ? rc : s->ops->jobs.tally(s, jobs, trials);
 }
 
 int bso_session_ping(struct bso_session *s)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->ping(s);
+    return rc < 0 ? rc : s->ops->tx.ping(s);
 }
 
 bool bso_store_cache_stats(struct bso_store *store, struct bso_jobcache_stats *out)
@@ -565,20 +565,20 @@ bool bso_store_cache_stats(struct bso_store *store, struct bso_jobcache_stats *o
 int bso_session_save_profile(struct bso_session *s, const char *job_id,
                              const struct bso_profile_entry *e, size_t n)
 {
-    return s->ops->save_profile(s, job_id, e, n);
+    return s->ops->hardware.save_profile(s, job_id, e, n);
 }
 
 int bso_session_list_profile(struct bso_session *s, const char *job_id,
                              int (*fn)(void *ctx, const struct bso_profile_entry *e), void *ctx)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->list_profile(s, job_id, fn, ctx);
+    return rc < 0 ? rc : s->ops->hardware.list_profile(s, job_id, fn, ctx);
 }
 
 int bso_session_save_power(struct bso_session *s, const char *job_id,
                            const struct bso_power_profile *p)
 {
-    const int rc = s->ops->save_power(s, job_id, p);
+    const int rc = s->ops->hardware.save_power(s, job_id, p);
     if (rc == 0) /* the job row's power_profiled changed */
         forget_on_commit(s, job_id);
     return rc;
@@ -588,43 +588,43 @@ int bso_session_power_limit(struct bso_session *s, const char *job_id, int64_t b
                             double *limit_w)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->power_limit(s, job_id, batch_size, limit_w);
+    return rc < 0 ? rc : s->ops->hardware.power_limit(s, job_id, batch_size, limit_w);
 }
 
 int bso_session_save_origin(struct bso_session *s, const char *job_id,
                             const struct bso_job_origin *o)
 {
-    return s->ops->save_origin(s, job_id, o);
+    return s->ops->hardware.save_origin(s, job_id, o);
 }
 
 int bso_session_import_trial(struct bso_session *s, const char *job_id,
                              const struct bso_trial_row *r)
 {
-    return s->ops->import_trial(s, job_id, r);
+    return s->ops->trials.import(s, job_id, r);
 }
 
 int bso_session_import_arm(struct bso_session *s, const char *job_id, const struct bso_arm *a)
 {
-    return s->ops->write_arm(s, job_id, a, true);
+    return s->ops->learning.write_arm(s, job_id, a, true);
 }
 
 int bso_session_add_progress(struct bso_session *s, const char *job_id, int64_t number,
                              const struct bso_progress_point *pt)
 {
-    return s->ops->add_progress(s, job_id, number, pt); /* trial rows are not cached */
+    return s->ops->trials.add_progress(s, job_id, number, pt); /* trial rows are not cached */
 }
 
 int bso_session_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->load_origin(s, job_id, o);
+    return rc < 0 ? rc : s->ops->hardware.load_origin(s, job_id, o);
 }
 
 int bso_session_list_power(struct bso_session *s, const char *job_id,
                            int (*fn)(void *ctx, const struct bso_power_profile *p), void *ctx)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->list_power(s, job_id, fn, ctx);
+    return rc < 0 ? rc : s->ops->hardware.list_power(s, job_id, fn, ctx);
 }
 
 int bso_session_save_unfit(struct bso_session *s, const struct bso_job *job)
@@ -638,7 +638,7 @@ int bso_session_save_unfit(struct bso_session *s, const struct bso_job *job)
     char text[BSO_MAX_BATCH_SIZES * 22 + 3];
     if (n > 0 && bso_pyintlist_repr(sizes, n, text, sizeof text) < 0)
         return bso_session_fail(s, BSO_ERANGE, "unfit sizes too long");
-    const int rc = s->ops->save_unfit(s, sp->job_id, n > 0 ? text : NULL);
+    const int rc = s->ops->hardware.save_unfit(s, sp->job_id, n > 0 ? text : NULL);
     if (rc == 0)
         forget_on_commit(s, sp->job_id);
     return rc;
@@ -648,39 +648,39 @@ int bso_session_waiting_trials(struct bso_session *s, const char *before, int64_
                                int (*fn)(void *ctx, const struct bso_waiting_trial *t), void *ctx)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->waiting_trials(s, before, limit, fn, ctx);
+    return rc < 0 ? rc : s->ops->trials.waiting(s, before, limit, fn, ctx);
 }
 
 int bso_session_longest_run(struct bso_session *s, const char *job_id, double *seconds)
 {
     const int rc = ensure_tx(s);
-    return rc < 0 ? rc : s->ops->longest_run(s, job_id, seconds);
+    return rc < 0 ? rc : s->ops->trials.longest_run(s, job_id, seconds);
 }
 
 int bso_session_token_insert(struct bso_session *s, const struct bso_token *t, const char *hash,
                              int64_t *id)
 {
-    return s->ops->token_insert(s, t, hash, id);
+    return s->ops->tokens.insert(s, t, hash, id);
 }
 
 int bso_session_token_find(struct bso_session *s, const char *hash, struct bso_token *out)
 {
-    return s->ops->token_find(s, hash, out);
+    return s->ops->tokens.find(s, hash, out);
 }
 
 int bso_session_token_list(struct bso_session *s, const char *tenant,
                            int (*fn)(void *ctx, const struct bso_token *t), void *ctx)
 {
-    return s->ops->token_list(s, tenant, fn, ctx);
+    return s->ops->tokens.list(s, tenant, fn, ctx);
 }
 
 int bso_session_token_revoke(struct bso_session *s, int64_t id, const char *tenant,
                              int64_t *revoked)
 {
-    return s->ops->token_revoke(s, id, tenant, revoked);
+    return s->ops->tokens.revoke(s, id, tenant, revoked);
 }
 
 int bso_session_token_count(struct bso_session *s, int64_t *active)
 {
-    return s->ops->token_count(s, active);
+    return s->ops->tokens.count(s, active);
 }

@@ -62,8 +62,9 @@ ZEUS_MYSQL_DDL = [
 ]
 
 
-def inserts(boolean):
-    """The fixture's rows as INSERT statements (boolean(v) writes a boolean column)."""
+def inserts(boolean, quote='"'):
+    """The fixture's rows as INSERT statements (boolean(v) writes a boolean column; table
+    names quoted with `quote`)."""
     script = []
     with sqlite3.connect(SOURCE) as lite:
         for table in ("Job", "BatchSize", "GaussianTsArmState", "Trial"):
@@ -80,8 +81,8 @@ def inserts(boolean):
                         vals.append("'%s'" % v.replace("'", "''"))
                     else:
                         vals.append(repr(v))
-                script.append("INSERT INTO %s (%s) VALUES (%s);"
-                              % (table, ", ".join(cols), ", ".join(vals)))
+                script.append("INSERT INTO %s%s%s (%s) VALUES (%s);"
+                              % (quote, table, quote, ", ".join(cols), ", ".join(vals)))
     return script
 
 
@@ -206,7 +207,7 @@ class ImportZeus(unittest.TestCase):
         self.addCleanup(subprocess.run, [MYSQL_SERVER, "stop", where], timeout=60)
         port = url.rsplit(":", 1)[1]
         script = ["CREATE DATABASE zeus;", "USE zeus;"] + ZEUS_MYSQL_DDL + inserts(
-            lambda v: "1" if v is True else "0" if v is False else None)
+            lambda v: "1" if v else "0", "`")
         subprocess.run(["mariadb", "--no-defaults", "-h127.0.0.1", "-P" + port, "-uroot"],
                        input="\n".join(script), check=True, capture_output=True, text=True,
                        timeout=60)
