@@ -20,9 +20,11 @@ static const struct command commands[] = {
      cmd_register},
     {"next", 1, true, "JOB", "ask for the batch size of a new trial", cmd_next},
     {"report", -1, true,
-     "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE] | JOB --html FILE",
-     "report a trial's cumulative time and energy after an evaluation; with --html, the "
-     "job's dashboard page as one self-contained file",
+     "JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE] [--samples N "
+     "--mean-batch-size X] | JOB --html FILE",
+     "report a trial's cumulative time and energy after an evaluation (with the samples and "
+     "mean batch size of a run whose batch size changes); with --html, the job's dashboard "
+     "page as one self-contained file",
      cmd_report},
     {"end", 3, true, "JOB BATCH_SIZE TRIAL", "end a trial that will not report", cmd_end},
     {"delete", 1, true, "JOB", "delete a job and its history", cmd_delete},

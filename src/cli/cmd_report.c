@@ -75,10 +75,39 @@ static int html_report(struct ctx *c, const char *job_id, const char *out_path)
     return status;
 }
 
+/* Takes `--samples N --mean-batch-size X` (a run whose batch size changes) out of the
+ * arguments; 0, 1 when there is none, or 2 after a message. */
+static int progress_flags(struct ctx *c, struct bso_run_progress *p)
+{
+    int found = 0;
+    for (int k = 0; k + 1 < c->argc;) {
+        const bool samples = strcmp(c->argv[k], "--samples") == 0;
+        if (!samples && strcmp(c->argv[k], "--mean-batch-size") != 0) {
+            k++;
+            continue;
+        }
+        if (samples ? cli_parse_i64(c->argv[k + 1], "--samples", &p->samples) < 0
+                    : cli_parse_f64(c->argv[k + 1], "--mean-batch-size", &p->mean_batch_size) < 0)
+            return 2;
+        found |= samples ? 1 : 2;
+        memmove(&c->argv[k], &c->argv[k + 2], (size_t)(c->argc - k - 2) * sizeof(char *));
+        c->argc -= 2;
+    }
+    if (found == 0)
+        return 1;
+    if (found != 3)
+        return cli_die("--samples and --mean-batch-size go together"), 2;
+    return 0;
+}
+
 int cmd_report(struct ctx *c)
 {
     if (c->argc == 3 && strcmp(c->argv[1], "--html") == 0)
         return html_report(c, c->argv[0], c->argv[2]);
+    struct bso_run_progress progress = {0};
+    const int flags = progress_flags(c, &progress);
+    if (flags == 2)
+        return 2;
     if (c->argc != 7 && c->argc != 8)
         return cli_die(
                    "expected JOB BATCH_SIZE TRIAL TIME_S ENERGY_J METRIC EPOCH [SOURCE], or JOB "
@@ -96,7 +125,8 @@ int cmd_report(struct ctx *c)
     struct bso_report_answer a;
     const char *source = c->argc == 8 ? c->argv[7] : NULL;
     int status =
-        cli_check(cl, bso_client_report(cl, c->argv[0], bs, n, t, e, metric, epoch, source, &a));
+        cli_check(cl, bso_client_report_progress(cl, c->argv[0], bs, n, t, e, metric, epoch, source,
+                                                 flags == 0 ? &progress : NULL, &a));
     if (status == 0) {
         if (c->json)
             cli_print_body(cl);

@@ -94,12 +94,15 @@ class Cli(unittest.TestCase):
         samples = steps = 0
         for epoch, size in enumerate([16, 32, 48, 64, 64, 64, 64, 64, 96, 128], 1):
             samples, steps = samples + 10 * size, steps + 10
-            status, _ = self.srv.request("POST", "/report", {
-                "job_id": "cli-adapt", "batch_size": t["batch_size"],
-                "trial_number": t["trial_number"], "time": epoch, "energy": 100 * epoch,
-                "metric": 0.95 if epoch == 10 else 0.5, "current_epoch": epoch,
-                "samples": samples, "mean_batch_size": samples / steps})
-            self.assertEqual(status, 200)
+            out = self.bso("report", "cli-adapt", str(t["batch_size"]), str(t["trial_number"]),
+                           str(epoch), str(100 * epoch), "0.95" if epoch == 10 else "0.5",
+                           str(epoch), "--samples", str(samples),
+                           "--mean-batch-size", repr(samples / steps))
+            self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("stop: converged", out.stdout)
+        alone = self.bso("report", "cli-adapt", "16", "1", "1", "1", "0.5", "1", "--samples", "9")
+        self.assertEqual(alone.returncode, 2)
+        self.assertIn("--samples and --mean-batch-size go together", alone.stderr)
         mean = "(mean %.1f)" % (samples / steps)
         trials = self.bso("trials", "cli-adapt").stdout
         self.assertIn("BATCH SIZE PER EPOCH", trials)
