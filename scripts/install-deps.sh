@@ -5,7 +5,8 @@ set -eu
 pkgs="build-essential cmake ninja-build pkg-config clang clang-format \
 libcmocka-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev libpq-dev \
 libcurl4-openssl-dev openssl postgresql python3 python3-yaml python3-numpy python3-torch python3-sklearn \
-python3-httpx python3-jsonschema libmariadb-dev mariadb-server \
+python3-httpx python3-jsonschema python3-venv python3-pip python3-setuptools python3-wheel \
+libmariadb-dev mariadb-server \
 chromium"
 missing=""
 for p in $pkgs; do
