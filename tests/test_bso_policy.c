@@ -599,6 +599,45 @@ static void test_transfer_gives_priors_not_facts(void **state)
     bso_job_clear(&old);
 }
 
+/* After a move, the old hardware's relative costs make the sizes far above the new best look
+ * costly (the old GPU slowed down at large batches; the new one does not), so expanding there
+ * does not pay. The untried size between the best and the size above it that ran is tried
+ * instead, and it is the new optimum. (The shape of librispeech moving from an A40 to a V100.)
+ */
+static void test_transferred_job_bisects_when_expanding_does_not_pay(void **state)
+{
+    (void)state;
+    static const int64_t old_sizes[] = {8, 16, 32, 64, 128, 192};
+    const int64_t old_epochs[] = {6, 7, 7, 7, 9, 10};
+    const double old_per[] = {265, 157, 123, 119, 163, 228};
+    static const int64_t new_sizes[] = {16, 24, 32, 48, 56, 64, 72, 96, 128, 156, 192};
+    const int64_t new_epochs[] = {7, 7, 7, 7, 8, 8, 8, 8, 9, 9, 10};
+    const double new_per[] = {175, 152, 134, 120, 119, 125, 121, 118, 119, 123, 127};
+    struct bso_job old, moved;
+    start_with(&old, old_sizes, 6, -1);
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 20; r++)
+        recur(&old, old_epochs, old_per, 10, tried, &launches);
+    start_with(&moved, new_sizes, 11, -1);
+    assert_true(bso_policy_transfer(&moved, &old) >= 2);
+    int64_t last = 0;
+    int first48 = -1;
+    for (int r = 0; r < 20; r++) {
+        last = recur(&moved, new_epochs, new_per, 10, tried, &launches);
+        for (int k = 0; k < launches && first48 < 0; k++)
+            if (tried[k] == 48)
+                first48 = r;
+    }
+    /* 64, the old optimum, first (stopped or reached, it costs more here); 32 reaches in the
+     * next recurrence, and 48, halfway to 64, is probed right after it rather than after a
+     * detour through the sizes below. */
+    assert_true(first48 >= 0 && first48 <= 1);
+    assert_int_equal(last, 48); /* 7 x 120: cheaper than 32's 7 x 134 */
+    bso_job_clear(&moved);
+    bso_job_clear(&old);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -622,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_transfer_gives_priors_not_facts),
+        cmocka_unit_test(test_transferred_job_bisects_when_expanding_does_not_pay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,6 +193,16 @@ static double transferred_prior(const struct bso_job *job, size_t i)
     return job->stats[i].successes == 0 ? job->stats[i].prior_epochs : 0;
 }
 
+/* Whether the job still holds epochs transferred from another job (bso transfer) at a size
+ * that has not reached here yet. */
+static bool transferred(const struct bso_job *job)
+{
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].prior_epochs > 0)
+            return true;
+    return false;
+}
+
 /* Whether an exploring run at size i is judged by the optimistic epochs bound rather than
  * the central estimate: after the job changed, its first run since (the estimates rest on
  * evidence from before, which the change may have falsified at some sizes but not others),
@@ -415,6 +425,50 @@ static int closest_open(const struct bso_job *job, int from, int to, double targ
     return best;
 }
 
+/* What probing size c is worth against best_cost: its possible saving over the recurrences still
+ * expected, less about one epoch of it; false when it cannot beat best_cost or does not repay. */
+static bool probe_gain(const struct bso_job *job, int c, double best_cost, double *gain)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    const double per = bso_policy_epoch_cost(job, (size_t)c);
+    /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
+     * per epoch is known, so by the central estimate, as at its go/no-go. */
+    const double optimistic = job->stats[c].status == BSO_BS_PASSED
+                                  ? passed_epochs(job, (size_t)c) * per
+                                  : epochs_bound(job, (size_t)c) * per;
+    /* Worth a probe only if its possible saving over the recurrences still expected (as
+     * many again as so far, at least MIN_HORIZON) repays about one epoch of it: the probe's
+     * first epoch then measures its real cost per epoch (see bso_policy_decide). */
+    double runs = 0;
+    for (int k = 0; k < n; k++)
+        runs += (double)job->stats[k].successes;
+    const double horizon = runs > MIN_HORIZON ? runs : MIN_HORIZON;
+    /* No best to beat (every size that reached just failed): the cheapest-looking goes. */
+    *gain = isinf(best_cost) ? -optimistic : (best_cost - optimistic) * horizon - per;
+    return optimistic < best_cost && (isinf(best_cost) || *gain > 0);
+}
+
+/* The untried size nearest (in log2) halfway between g and the nearest size on side dir that has
+ * run, or -1 when none lies between or none has run. */
+static int halfway_to_ran(const struct bso_job *job, int g, int dir)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    int ran = g + dir;
+    while (ran >= 0 && ran < n && job->stats[ran].runs == 0)
+        ran += dir;
+    if (ran < 0 || ran >= n)
+        return -1;
+    const double mid =
+        (log2((double)job->spec.batch_sizes[g]) + log2((double)job->spec.batch_sizes[ran])) / 2;
+    int best = -1;
+    for (int k = g + dir; k != ran; k += dir)
+        if (open_size(job, (size_t)k) && job->stats[k].status == BSO_BS_UNTRIED &&
+            (best < 0 || fabs(log2((double)job->spec.batch_sizes[k]) - mid) <
+                             fabs(log2((double)job->spec.batch_sizes[best]) - mid)))
+            best = k;
+    return best;
+}
+
 /* The next size to explore around the best one g, or -1. Each side offers one candidate: the
  * bisection point of the bracket (g, nearest tried size on that side) when there is one, else
  * an expansion one octave out, or two when the last step that way found the best. */
@@ -446,25 +500,20 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
         int c = closest_open(job, from, to, target);
+        if (c >= 0 && !(edge >= 0 && edge < n) && transferred(job)) {
+            /* A transferred job's sizes were not tried by a search moving one way on this
+             * hardware, and its costs per epoch are another GPU's until measured here: an
+             * expansion that does not repay gives way to the untried size halfway to the
+             * nearest size that ran on that side. */
+            double unused;
+            const int half = halfway_to_ran(job, g, dir);
+            if (half >= 0 && !probe_gain(job, c, best_cost, &unused))
+                c = half;
+        }
         if (c < 0)
             continue;
-        const double per = bso_policy_epoch_cost(job, (size_t)c);
-        /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
-         * per epoch is known, so by the central estimate, as at its go/no-go. */
-        const double optimistic = job->stats[c].status == BSO_BS_PASSED
-                                      ? passed_epochs(job, (size_t)c) * per
-                                      : epochs_bound(job, (size_t)c) * per;
-        /* Worth a probe only if its possible saving over the recurrences still expected (as
-         * many again as so far, at least MIN_HORIZON) repays about one epoch of it: the probe's
-         * first epoch then measures its real cost per epoch (see bso_policy_decide). */
-        double runs = 0;
-        for (int k = 0; k < n; k++)
-            runs += (double)job->stats[k].successes;
-        const double horizon = runs > MIN_HORIZON ? runs : MIN_HORIZON;
-        /* No best to beat (every size that reached just failed): the cheapest-looking goes. */
-        const double gain =
-            isinf(best_cost) ? -optimistic : (best_cost - optimistic) * horizon - per;
-        if (!(optimistic < best_cost) || !(isinf(best_cost) || gain > 0))
+        double gain;
+        if (!probe_gain(job, c, best_cost, &gain))
             continue;
         if (pick < 0 || gain > pick_gain) {
             pick = c;
