@@ -500,20 +500,22 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
         int c = closest_open(job, from, to, target);
-        if (c >= 0 && !(edge >= 0 && edge < n) && transferred(job)) {
+        if (c < 0)
+            continue;
+        double gain;
+        bool pays = probe_gain(job, c, best_cost, &gain);
+        if (!pays && !(edge >= 0 && edge < n) && transferred(job)) {
             /* A transferred job's sizes were not tried by a search moving one way on this
              * hardware, and its costs per epoch are another GPU's until measured here: an
              * expansion that does not repay gives way to the untried size halfway to the
              * nearest size that ran on that side. */
-            double unused;
             const int half = halfway_to_ran(job, g, dir);
-            if (half >= 0 && !probe_gain(job, c, best_cost, &unused))
+            if (half >= 0) {
                 c = half;
+                pays = probe_gain(job, c, best_cost, &gain);
+            }
         }
-        if (c < 0)
-            continue;
-        double gain;
-        if (!probe_gain(job, c, best_cost, &gain))
+        if (!pays)
             continue;
         if (pick < 0 || gain > pick_gain) {
             pick = c;
