@@ -214,7 +214,6 @@ static size_t on_data(char *data, size_t size, size_t n, void *userp)
     return got;
 }
 
-/* Whether a failure may be retried: never-sent requests always, others when idempotent. */
 /* A failure that says nothing of the request but that this server could not be reached or
  * did not answer: the next server of the list is tried. */
 static bool unreachable(CURLcode cc, int status)
@@ -224,14 +223,12 @@ static bool unreachable(CURLcode cc, int status)
            cc == CURLE_GOT_NOTHING || status == 502 || status == 503 || status == 504;
 }
 
+/* Whether a failure may be retried: never-sent requests always, others when idempotent. */
 static bool retryable(CURLcode cc, int status, bool idempotent)
 {
     if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST)
         return true;
-    if (!idempotent)
-        return false;
-    return cc == CURLE_OPERATION_TIMEDOUT || cc == CURLE_SEND_ERROR || cc == CURLE_RECV_ERROR ||
-           cc == CURLE_GOT_NOTHING || status == 502 || status == 503 || status == 504;
+    return idempotent && unreachable(cc, status);
 }
 
 /* The failed exchange's error, with the server's explanation when it gave one. */

@@ -147,7 +147,7 @@ static bool base64_decode(const char *in, char *out, size_t cap)
     size_t n = 0;
     for (; *in && *in != '='; in++) {
         const char *p = strchr(alphabet, *in);
-        if (!p || !*in)
+        if (!p)
             return false;
         acc = (acc << 6) | (uint32_t)(p - alphabet);
         bits += 6;

@@ -1,6 +1,5 @@
 /* Request decoding and response encoding; see codec.h. */
 #include "server/codec.h"
-#include "server/jbuf.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -646,7 +645,36 @@ int bso_decode_trial_id(const char *body, size_t len, struct bso_report_req *req
     return ds->n == 0 ? 0 : BSO_EINVAL;
 }
 
-static void decode_progress(struct field_ctx *c, json_t *root, struct bso_report *r);
+/* BSO's optional progress of a run whose batch size changes: samples (a whole number >= 0) and
+ * mean_batch_size (> 0), both or neither. */
+static void decode_progress(struct field_ctx *c, json_t *root, struct bso_report *r)
+{
+    json_t *samples = field(c, root, "samples", false);
+    json_t *mean = field(c, root, "mean_batch_size", false);
+    if (samples && json_is_null(samples))
+        samples = NULL;
+    if (mean && json_is_null(mean))
+        mean = NULL;
+    if (!samples && !mean)
+        return;
+    if (!samples || !mean) {
+        bso_details_add(c->ds, "body", samples ? "mean_batch_size" : "samples", -1,
+                        "value_error.missing",
+                        "samples and mean_batch_size are sent together (or neither)");
+        return;
+    }
+    const size_t errors = c->ds->n;
+    c->field = "samples"; /* where a type error is reported */
+    if (to_int(c, samples, &r->samples) && r->samples < 0)
+        constraint(c->ds, "samples", "value_error.number.not_ge", 0,
+                   "ensure this value is greater than or equal to 0");
+    c->field = "mean_batch_size";
+    if (to_float(c, mean, &r->mean_batch_size) &&
+        !(r->mean_batch_size > 0 && isfinite(r->mean_batch_size)))
+        bso_details_add(c->ds, "body", "mean_batch_size", -1, "value_error.number.not_gt",
+                        "ensure this value is a finite number greater than 0");
+    r->has_progress = c->ds->n == errors;
+}
 
 int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
                       struct bso_details *ds)
@@ -695,37 +723,6 @@ int bso_decode_report(const char *body, size_t len, struct bso_report_req *req,
     decode_progress(&c, root, r);
     json_decref(root);
     return ds->n == 0 ? 0 : BSO_EINVAL;
-}
-
-/* BSO's optional progress of a run whose batch size changes: samples (a whole number >= 0) and
- * mean_batch_size (> 0), both or neither. */
-static void decode_progress(struct field_ctx *c, json_t *root, struct bso_report *r)
-{
-    json_t *samples = field(c, root, "samples", false);
-    json_t *mean = field(c, root, "mean_batch_size", false);
-    if (samples && json_is_null(samples))
-        samples = NULL;
-    if (mean && json_is_null(mean))
-        mean = NULL;
-    if (!samples && !mean)
-        return;
-    if (!samples || !mean) {
-        bso_details_add(c->ds, "body", samples ? "mean_batch_size" : "samples", -1,
-                        "value_error.missing",
-                        "samples and mean_batch_size are sent together (or neither)");
-        return;
-    }
-    const size_t errors = c->ds->n;
-    c->field = "samples"; /* where a type error is reported */
-    if (to_int(c, samples, &r->samples) && r->samples < 0)
-        constraint(c->ds, "samples", "value_error.number.not_ge", 0,
-                   "ensure this value is greater than or equal to 0");
-    c->field = "mean_batch_size";
-    if (to_float(c, mean, &r->mean_batch_size) &&
-        !(r->mean_batch_size > 0 && isfinite(r->mean_batch_size)))
-        bso_details_add(c->ds, "body", "mean_batch_size", -1, "value_error.number.not_gt",
-                        "ensure this value is a finite number greater than 0");
-    r->has_progress = c->ds->n == errors;
 }
 
 /* One optional non-negative measurement; NAN (or -1 for integers) when absent or null. */

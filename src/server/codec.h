@@ -90,7 +90,6 @@ int bso_decode_transfer(const char *body, size_t len, char *from, size_t cap,
  * (every point, with "batch_size": the mean per step since the point before) into the object
  * being built in b, from a trial's stored points (struct bso_trial_row's progress; NULL: none,
  * and null, null, []). */
-struct jbuf;
 void bso_encode_progress(struct jbuf *b, const char *stored);
 
 #endif
