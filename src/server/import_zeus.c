@@ -363,30 +363,18 @@ static int complete_job(struct import *im, struct imported *j)
     if (bso_job_spec_index(sp, job->min_cost_batch_size) < 0)
         return bad(im, "job %s: min_cost_batch_size %" PRId64 " is not one of its batch sizes", id,
                    job->min_cost_batch_size);
-    /* The generator: Zeus's stored state, else its seed's, else a fresh one (unseeded). */
-    uint32_t words[4] = {0};
-    if (!sp->has_mab_seed && bso_os_entropy(words, 4) < 0)
-        return bad(im, "could not gather entropy");
-    const enum bso_stage stage = job->stage;
-    const bool has_min = job->has_min_cost;
-    const double min_cost = job->min_cost;
-    const int64_t min_bs = job->min_cost_batch_size;
-    struct bso_arm *arms = job->arms;
-    const size_t n_arms = job->n_arms;
-    const struct bso_job_spec spec = *sp;
-    job->arms = NULL;
-    job->n_arms = 0;
-    const int rc = bso_job_init(job, &spec, words, 4);
-    job->arms = arms;
-    job->n_arms = n_arms;
-    if (rc < 0)
-        return bad(im, "job %s: %s", id, bso_strerror(rc));
-    job->stage = stage;
-    job->has_min_cost = has_min;
-    job->min_cost = min_cost;
-    job->min_cost_batch_size = min_bs;
-    if (j->rng_json[0] && bso_rng_from_json(&job->rng, j->rng_json) < 0)
-        return bad(im, "job %s: mab_random_generator_state is not a PCG64 state", id);
+    /* The generator: Zeus's stored state, else its seed's, else a fresh one (unseeded), as
+     * bso_job_init seeds a new job. */
+    if (j->rng_json[0]) {
+        if (bso_rng_from_json(&job->rng, j->rng_json) < 0)
+            return bad(im, "job %s: mab_random_generator_state is not a PCG64 state", id);
+    } else if (sp->has_mab_seed) {
+        bso_rng_seed(&job->rng, (uint64_t)sp->mab_seed);
+    } else {
+        uint32_t words[4];
+        if (bso_os_entropy(words, 4) < 0 || bso_rng_seed_words(&job->rng, words, 4) < 0)
+            return bad(im, "could not gather entropy");
+    }
     /* Trials: batch sizes of the job; the next number follows the last. */
     for (size_t i = 0; i < j->n_rows; i++) {
         const struct bso_trial *t = &j->rows[i].trial;
