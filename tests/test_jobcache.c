@@ -245,8 +245,8 @@ static void register_both(struct twin *t, const char *id, int policy, int64_t wi
     struct bso_job_spec copy = spec;
     bool created;
     char msg[BSO_SVC_MSG_MAX];
-    assert_int_equal(bso_svc_register(t->c, &spec, BSO_POLICY_BSO, &created, msg), 0);
-    assert_int_equal(bso_svc_register(t->p, &copy, BSO_POLICY_BSO, &created, msg), 0);
+    assert_int_equal(bso_svc_register(t->c, &spec, BSO_POLICY_BSO, &created, NULL, msg), 0);
+    assert_int_equal(bso_svc_register(t->p, &copy, BSO_POLICY_BSO, &created, NULL, msg), 0);
     assert_twins_agree(t, id, 0);
 }
 

@@ -65,7 +65,7 @@ static void register_fake_job(struct bso_session *s, struct bso_job_spec *spec,
     bool created, switched;
     fake_job_spec(spec);
     assert_int_equal(bso_job_spec_validate(spec, &errs), 0);
-    assert_int_equal(bso_svc_register(s, spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, spec, BSO_POLICY_ZEUS, &created, NULL, msg), 0);
     assert_true(created);
     assert_int_equal(bso_svc_predict(s, spec->job_id, first, &switched, NULL, NULL, &power_w, msg),
                      0);
@@ -147,7 +147,7 @@ static void test_golden_across_restarts(void **state)
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
     bool created;
     char msg[BSO_SVC_MSG_MAX];
-    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, NULL, msg), 0);
     assert_true(created);
     assert_int_equal(strncmp(spec.job_id, "g-", 2), 0);
     assert_int_equal(strlen(spec.job_id), 10);
@@ -211,15 +211,20 @@ static void test_register_and_messages(void **state)
     snprintf(spec.job_id, sizeof spec.job_id, "test-a");
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
     bool created;
-    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, NULL, msg), 0);
     assert_true(created);
     other = spec;
-    assert_int_equal(bso_svc_register(s, &other, BSO_POLICY_ZEUS, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &other, BSO_POLICY_ZEUS, &created, NULL, msg), 0);
     assert_false(created);
     other.default_batch_size = 512;
-    assert_int_equal(bso_svc_register(s, &other, BSO_POLICY_ZEUS, &created, msg), BSO_ECONFLICT);
+    struct bso_job_spec registered = {0};
+    assert_int_equal(bso_svc_register(s, &other, BSO_POLICY_ZEUS, &created, &registered, msg),
+                     BSO_ECONFLICT);
     assert_string_equal(msg, "JobSpec doesn't match with existing jobSpec. Use a new job_id for "
                              "different configuration");
+    /* The stored spec comes back, for the answer to name what differs. */
+    assert_int_equal(registered.default_batch_size, spec.default_batch_size);
+    assert_true(bso_job_spec_equal(&registered, &spec));
 
     struct bso_trial t;
     bool sw;
@@ -254,7 +259,7 @@ static void test_register_and_messages(void **state)
     int64_t counts[3];
     assert_int_equal(bso_session_count_trials(s, "test-a", counts), 0);
     assert_int_equal(counts[0] + counts[1] + counts[2], 0);
-    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, NULL, msg), 0);
     assert_true(created);
     bso_session_release(s);
     bso_store_close(st);
@@ -278,7 +283,7 @@ static void test_failed_request_changes_nothing(void **state)
     fake_job_spec(&spec);
     assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
     bool created;
-    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, msg), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_ZEUS, &created, NULL, msg), 0);
     struct bso_trial t;
     bool sw;
     assert_int_equal(bso_svc_predict(s, spec.job_id, &t, &sw, NULL, NULL, &power_w, msg), 0);

@@ -26,18 +26,18 @@ void bso_h_register(struct bso_request *req, struct bso_response *res)
         return;
     char msg[BSO_SVC_MSG_MAX];
     bool created = false;
+    struct bso_job_spec registered = {0}; /* the stored spec, when it differs from this one */
     /* transfer_from: the source is checked first, so that a bad one creates nothing. */
     int rc = spec.transfer_from[0] ? bso_svc_check_transfer_source(s, spec.transfer_from, msg) : 0;
     if (rc == 0)
-        rc = bso_svc_register(s, &spec, req->cfg->default_policy, &created, msg);
+        rc = bso_svc_register(s, &spec, req->cfg->default_policy, &created, &registered, msg);
     int64_t sizes = 0;
     if (rc == 0 && created && spec.transfer_from[0])
         rc = bso_svc_transfer(s, spec.job_id, spec.transfer_from, &sizes, msg);
-    struct bso_job_spec registered;
-    const bool differs = rc == BSO_ECONFLICT && spec.has_job_id &&
-                         bso_svc_load_spec(s, spec.job_id, &registered) == 0;
     bso_session_release(s);
-    if (differs) { /* Zeus's bso_h_message, and which fields differ with both values */
+    if (rc == BSO_ECONFLICT &&
+        registered.n_batch_sizes >
+            0) { /* Zeus's message, and which fields differ with both values */
         res->status = 409;
         jb_obj(&res->body);
         jb_key(&res->body, "message");
@@ -74,7 +74,7 @@ void bso_h_predict(struct bso_request *req, struct bso_response *res)
     double power_limit_w;
     int rc = bso_svc_predict(s, id, &t, &switched, arms, &n_arms, &power_limit_w, msg);
     bso_session_release(s);
-    if (rc == BSO_EPRUNED) { /* Zeus's bso_h_message, and the way out Zeus lacks */
+    if (rc == BSO_EPRUNED) { /* Zeus's message, and the way out Zeus lacks */
         res->status = 409;
         jb_obj(&res->body);
         jb_key(&res->body, "message");

@@ -81,7 +81,7 @@ static int entropy(uint32_t *w, size_t n, char *msg)
 }
 
 int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int default_policy,
-                     bool *created, char *msg)
+                     bool *created, struct bso_job_spec *registered, char *msg)
 {
     int rc = bso_session_begin_write(s, spec->has_job_id ? spec->job_id : NULL);
     if (rc < 0)
@@ -110,6 +110,8 @@ int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int defau
             if (spec->policy == BSO_POLICY_DEFAULT)
                 spec->policy = existing.spec.policy;
             const bool same = bso_job_spec_equal(&existing.spec, spec);
+            if (!same && registered)
+                *registered = existing.spec;
             bso_job_clear(&existing);
             if (!same)
                 return finish(s,
@@ -344,21 +346,6 @@ int bso_svc_delete(struct bso_session *s, const char *job_id, char *msg)
     else if (rc < 0)
         rc = db_error(s, rc, "delete", msg);
     return finish(s, rc, "delete", msg);
-}
-
-int bso_svc_load_spec(struct bso_session *s, const char *job_id, struct bso_job_spec *out)
-{
-    int rc = bso_session_begin_read(s);
-    if (rc < 0)
-        return rc;
-    struct bso_job job;
-    rc = bso_session_load_job(s, job_id, 0, &job);
-    if (rc == 0) {
-        *out = job.spec;
-        bso_job_clear(&job);
-    }
-    bso_session_rollback(s);
-    return rc;
 }
 
 /* Loads the job to transfer from, checking that it can be. */

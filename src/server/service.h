@@ -26,13 +26,10 @@
  * existing id the stored spec must be the same (then *created is false and nothing is written),
  * else BSO_ECONFLICT. A spec whose policy is BSO_POLICY_DEFAULT takes the existing job's, or
  * default_policy for a new job. spec->job_id and spec->policy hold the final values on
- * success. */
+ * success. When the stored spec differs, it is copied to *registered (unless NULL), so that the
+ * answer can name what differs. */
 int bso_svc_register(struct bso_session *s, struct bso_job_spec *spec, int default_policy,
-                     bool *created, char *msg);
-
-/* The registered spec of job_id (for a 409 that names what differs). BSO_ENOTFOUND, or a
- * database error. */
-int bso_svc_load_spec(struct bso_session *s, const char *job_id, struct bso_job_spec *out);
+                     bool *created, struct bso_job_spec *registered, char *msg);
 
 /* Creates the job's next trial. *stage_changed tells that pruning just ended and the bandit was
  * built (arms listed in *arms_out, n in *n_arms, when those are not NULL). *power_limit_w gets
