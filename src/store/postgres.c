@@ -25,6 +25,7 @@
 #include "bso/error.h"
 #include "core/pyfmt.h"
 #include "store/columns.h"
+#include "store/sql_rows.h"
 #include "store/store_impl.h"
 #include "os/os.h"
 
@@ -572,39 +573,38 @@ static double col_double(const PGresult *r, int row, int c)
     return is_null(r, row, c) ? 0.0 : strtod(PQgetvalue(r, row, c), NULL);
 }
 
-/* Row `row` of a result for the shared column readers (columns.h). */
-struct pg_row {
-    const PGresult *res;
-    int row;
-};
+/* Row `row` of a result for the shared column readers (columns.h, sql_rows.h). */
 
 static const char *row_text(const void *c, int i)
 {
-    const struct pg_row *p = c;
+    const struct bso_pg_row *p = c;
     return col(p->res, p->row, i);
 }
 
 static int64_t row_i64(const void *c, int i)
 {
-    const struct pg_row *p = c;
+    const struct bso_pg_row *p = c;
     return is_null(p->res, p->row, i) ? 0 : col_int(p->res, p->row, i);
 }
 
 static double row_f64(const void *c, int i)
 {
-    const struct pg_row *p = c;
+    const struct bso_pg_row *p = c;
     return col_double(p->res, p->row, i);
 }
 
 static bool row_null(const void *c, int i)
 {
-    const struct pg_row *p = c;
+    const struct bso_pg_row *p = c;
     return is_null(p->res, p->row, i);
 }
 
-#define ROW(res_, i_)                                                                              \
-    ((const struct bso_row){&(const struct pg_row){(res_), (i_)}, row_text, row_i64, row_f64,      \
-                            row_null})
+struct bso_row bso_pg_row(const struct bso_pg_row *at)
+{
+    return (struct bso_row){at, row_text, row_i64, row_f64, row_null};
+}
+
+#define ROW(res_, i_) bso_pg_row(&(const struct bso_pg_row){(res_), (i_)})
 
 /* ---- the store ---- */
 

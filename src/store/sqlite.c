@@ -23,6 +23,7 @@
 #include "bso/error.h"
 #include "core/pyfmt.h"
 #include "store/columns.h"
+#include "store/sql_rows.h"
 #include "store/store_impl.h"
 
 /* Schema migrations, in order. Migration i brings user_version from i to i + 1. Never edit one
@@ -966,7 +967,7 @@ static bool row_null(const void *st, int i)
     return sqlite3_column_type((sqlite3_stmt *)st, i) == SQLITE_NULL;
 }
 
-static struct bso_row row(sqlite3_stmt *st)
+struct bso_row bso_sqlite_row(sqlite3_stmt *st)
 {
     return (struct bso_row){st, row_text, row_i64, row_f64, row_null};
 }
@@ -989,7 +990,7 @@ static int load_trials(struct bso_session *s, const char *job_id, struct bso_job
             job->trials = g;
             job->cap_trials = cap;
         }
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         bso_column_read_trial(&r, &job->trials[job->n_trials++]);
     }
     sqlite3_reset(st);
@@ -1015,7 +1016,7 @@ static int load_arms(struct bso_session *s, const char *job_id, struct bso_job *
             job->arms = g;
         }
         struct bso_arm *a = &job->arms[job->n_arms++];
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         int prc = bso_column_read_arm(&r, a);
         if (prc < 0) {
             sqlite3_reset(st);
@@ -1036,7 +1037,7 @@ static int load_stats(struct bso_session *s, const char *job_id, struct bso_job 
     bind_text(st, 1, job_id);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         bso_column_read_stat(&r, job);
     }
     sqlite3_reset(st);
@@ -1083,7 +1084,7 @@ static int be_load_job(struct bso_session *s, const char *job_id, unsigned load,
     if (rc != SQLITE_ROW)
         return db_fail(s, "load job");
     bso_job_reset(job);
-    const struct bso_row r = row(st);
+    const struct bso_row r = bso_sqlite_row(st);
     const int bad = bso_column_read_job(&r, job);
     sqlite3_reset(st);
     if (bad < 0)
@@ -1220,7 +1221,7 @@ static int be_load_trial(struct bso_session *s, const char *job_id, int64_t numb
     bind_text(st, 1, job_id);
     sqlite3_bind_int64(st, 2, number);
     int rc = sqlite3_step(st);
-    const struct bso_row r = row(st);
+    const struct bso_row r = bso_sqlite_row(st);
     if (rc == SQLITE_ROW)
         bso_column_read_trial(&r, trial);
     sqlite3_reset(st);
@@ -1282,7 +1283,7 @@ static int be_list_jobs(struct bso_session *s, const char *after, int64_t limit,
         bind_text(st, 3, tenant);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         struct bso_job_summary out;
         bso_column_read_summary(&r, &out);
         cb = fn(ctx, &out);
@@ -1304,7 +1305,7 @@ static int be_list_trials(struct bso_session *s, const char *job_id, int64_t aft
     sqlite3_bind_int64(st, 3, limit);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         struct bso_trial_row out;
         bso_column_read_trial_row(&r, &out);
         cb = fn(ctx, &out);
@@ -1389,7 +1390,7 @@ static int be_list_profile(struct bso_session *s, const char *job_id,
     bind_text(st, 1, job_id);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         struct bso_profile_entry e;
         bso_column_read_profile(&r, &e);
         cb = fn(ctx, &e);
@@ -1507,7 +1508,7 @@ static int be_load_origin(struct bso_session *s, const char *job_id, struct bso_
     bind_text(st, 1, job_id);
     const int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         bso_column_read_origin(&r, o);
     }
     sqlite3_reset(st);
@@ -1525,7 +1526,7 @@ static int be_list_power(struct bso_session *s, const char *job_id,
     bind_text(st, 1, job_id);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         struct bso_power_profile p;
         cb = bso_column_read_power(&r, &p) < 0
                  ? bso_session_fail(s, BSO_EPARSE, "power profile of %lld: corrupt measurements",
@@ -1548,7 +1549,7 @@ static int be_waiting_trials(struct bso_session *s, const char *before, int64_t 
     sqlite3_bind_int64(st, 2, limit);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         struct bso_waiting_trial t;
         bso_column_read_waiting(&r, &t);
         cb = fn(ctx, &t);
@@ -1594,7 +1595,7 @@ static int be_token_find(struct bso_session *s, const char *hash, struct bso_tok
     bind_text(st, 1, hash);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         bso_column_read_token(&r, out);
     }
     sqlite3_reset(st);
@@ -1613,7 +1614,7 @@ static int be_token_list(struct bso_session *s, const char *tenant,
         bind_text(st, 1, tenant);
     int rc, cb = 0;
     while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const struct bso_row r = row(st);
+        const struct bso_row r = bso_sqlite_row(st);
         struct bso_token t;
         bso_column_read_token(&r, &t);
         cb = fn(ctx, &t);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bso/error.h"
+#include "store/sql_rows.h"
 
 #ifdef BSO_HAVE_MARIADB
 #include <mysql.h>
@@ -23,56 +24,7 @@ struct bso_zeus_db {
     char errmsg[512];
 };
 
-/* ---- row accessors ---- */
-
-static const char *lite_text(const void *ctx, int col)
-{
-    const unsigned char *t = sqlite3_column_text((sqlite3_stmt *)ctx, col);
-    return t ? (const char *)t : "";
-}
-
-static int64_t lite_i64(const void *ctx, int col)
-{
-    return sqlite3_column_int64((sqlite3_stmt *)ctx, col);
-}
-
-static double lite_f64(const void *ctx, int col)
-{
-    return sqlite3_column_double((sqlite3_stmt *)ctx, col);
-}
-
-static bool lite_null(const void *ctx, int col)
-{
-    return sqlite3_column_type((sqlite3_stmt *)ctx, col) == SQLITE_NULL;
-}
-
-struct pg_row {
-    const PGresult *res;
-    int row;
-};
-
-static const char *pg_text(const void *ctx, int col)
-{
-    const struct pg_row *r = ctx;
-    return PQgetvalue(r->res, r->row, col);
-}
-
-static int64_t pg_i64(const void *ctx, int col)
-{
-    return strtoll(pg_text(ctx, col), NULL, 10);
-}
-
-/* PostgreSQL prints floats exactly (shortest round trip) and infinity as "Infinity". */
-static double pg_f64(const void *ctx, int col)
-{
-    return strtod(pg_text(ctx, col), NULL);
-}
-
-static bool pg_null(const void *ctx, int col)
-{
-    const struct pg_row *r = ctx;
-    return PQgetisnull(r->res, r->row, col) != 0;
-}
+/* ---- row accessors: SQLite's and PostgreSQL's are the stores' (sql_rows.h) ---- */
 
 #ifdef BSO_HAVE_MARIADB
 /* MySQL's text protocol: every value a string, NULL a null pointer. */
@@ -284,7 +236,7 @@ int bso_zeus_db_query(struct bso_zeus_db *db, const char *sql,
             snprintf(db->errmsg, sizeof db->errmsg, "%s", sqlite3_errmsg(db->lite));
             return BSO_EIO;
         }
-        const struct bso_row row = {st, lite_text, lite_i64, lite_f64, lite_null};
+        const struct bso_row row = bso_sqlite_row(st);
         int rc;
         while (cb == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
             cb = fn(ctx, &row);
@@ -316,8 +268,8 @@ int bso_zeus_db_query(struct bso_zeus_db *db, const char *sql,
         PQclear(res);
         return BSO_EIO;
     }
-    struct pg_row at = {res, 0};
-    const struct bso_row row = {&at, pg_text, pg_i64, pg_f64, pg_null};
+    struct bso_pg_row at = {res, 0};
+    const struct bso_row row = bso_pg_row(&at);
     for (at.row = 0; cb == 0 && at.row < PQntuples(res); at.row++)
         cb = fn(ctx, &row);
     PQclear(res);
