@@ -521,6 +521,33 @@ static void test_size_that_just_failed_weighs_its_failure(void **state)
     bso_job_clear(&job);
 }
 
+/* The best size's run after a change is stopped at the beta bound, which its own cost from
+ * before set: that run raises the alarm, and shows only that the size now needs more epochs than
+ * it ran, not that it is worse than the sizes the search goes on from. It stays open instead of
+ * bounding the search like a size the search stopped: from 32, which trained the recurrence's
+ * model after it (dearer than 16 looked before the change), the search goes on upward past 64,
+ * where before it stopped at 64 and fell back to the stale 16. */
+static void test_run_stopped_by_the_change_does_not_bound_the_search(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].status = BSO_BS_KILLED;
+    set_reached(&job, 0, 1, 6, 300, 2);   /* 16: 1800 */
+    set_reached(&job, 2, 20, 8, 100, 21); /* 64: 800, the best */
+    job.last_trial_number = 22;
+    bso_policy_observe(&job, 2, 16 * 100, 16, BSO_RUN_KILLED);
+    assert_true(any_change_mark(&job));
+    assert_int_equal(job.stats[2].status, BSO_BS_PASSED);
+    set_reached(&job, 1, 1, 14, 180, 23); /* 32 trained the model since: 2520 */
+    job.last_trial_number = 23;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_true(got > 64);
+    bso_job_clear(&job);
+}
+
 /* The data set grows: every epoch costs 1.5x at every size at once. Early stopping at beta x
  * the best cost must not kill the runs of the best size for it. */
 static void test_cost_jump_does_not_stop_every_run(void **state)
@@ -655,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_all_failed_is_pruned),
         cmocka_unit_test(test_no_change_no_alarm),
         cmocka_unit_test(test_change_detected_and_search_reopened),
+        cmocka_unit_test(test_run_stopped_by_the_change_does_not_bound_the_search),
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),

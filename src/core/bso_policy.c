@@ -952,7 +952,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->success_mark = (double)job->last_trial_number;
     else if (end == BSO_RUN_FAILED || s->successes > 0)
         s->fail_mark = (double)job->last_trial_number;
-    bool all = follow_epoch_cost(job, i, cost, epochs);
+    bool all = follow_epoch_cost(job, i, cost, epochs), alarm = false;
     /* A size known only from before the change is expected to surprise: its run replaces what
      * was known (below) instead of announcing the change again, which would re-open sizes
      * that already failed since it. */
@@ -966,7 +966,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM ||
             s->drift_fail > FAIL_ALARM) {
             forget(job, i);
-            all = true;
+            all = alarm = true;
         }
     }
     /* The first run at a size known only from before the job changed replaces what was
@@ -1004,9 +1004,14 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->censored_epochs = (double)epochs;
     }
     if (!reached && s->status != BSO_BS_GOOD) {
-        s->status = end == BSO_RUN_PASSED   ? BSO_BS_PASSED
-                    : end == BSO_RUN_KILLED ? BSO_BS_KILLED
-                                            : BSO_BS_FAILED;
+        /* A run stopped for its cost that showed the change was held to a best from before
+         * it: it proves only that the size needs more epochs than it ran (censored_epochs),
+         * not that it is worse than the sizes the search goes on from, so it stays open
+         * instead of bounding the search. */
+        const bool stopped_by_stale_best = end == BSO_RUN_KILLED && alarm;
+        s->status = end == BSO_RUN_PASSED || stopped_by_stale_best ? BSO_BS_PASSED
+                    : end == BSO_RUN_KILLED                        ? BSO_BS_KILLED
+                                                                   : BSO_BS_FAILED;
     }
     return all;
 }
