@@ -590,6 +590,39 @@ static void test_window_size_bounds_memory(void **state)
     bso_job_clear(&job);
 }
 
+/* A window up to BSO_EPOCHS_WINDOW_MAX is kept run by run: the mean, spread and fewest epochs
+ * are exactly those of the last window_size runs, however many came before. A longer window
+ * fades older runs instead (their weight shrinks, their mean stays in). */
+static void test_window_keeps_exactly_the_last_runs(void **state)
+{
+    (void)state;
+    static const double epochs[] = {10, 10, 10, 10, 10, 10, 10, 11, 12, 12, 11};
+    const size_t n = sizeof epochs / sizeof *epochs;
+    for (int64_t w = 4; w <= BSO_EPOCHS_WINDOW_MAX + 8; w += BSO_EPOCHS_WINDOW_MAX + 4) {
+        struct bso_job job;
+        start(&job);
+        job.spec.window_size = w;
+        for (size_t k = 0; k < n; k++) {
+            job.last_trial_number++;
+            bso_policy_observe(&job, 2, 100 * epochs[k], (int64_t)epochs[k], BSO_RUN_REACHED);
+        }
+        const struct bso_bs_stat *s = &job.stats[2];
+        assert_false(any_change_mark(&job));
+        if (w <= BSO_EPOCHS_WINDOW_MAX) {
+            assert_int_equal(s->successes, 4);
+            assert_int_equal(s->n_window, 4);
+            assert_true(s->sum_epochs == 11 + 12 + 12 + 11);
+            assert_true(s->sum_sq_epochs == 121 + 144 + 144 + 121);
+            assert_true(s->min_epochs == 11);
+        } else {
+            assert_int_equal(s->n_window, 0); /* beyond the exact window: all runs, no list */
+            assert_int_equal(s->successes, (int64_t)n);
+            assert_true(s->min_epochs == 10);
+        }
+        bso_job_clear(&job);
+    }
+}
+
 /* A job moved to other hardware starts from the old one's epochs: a prior at each size that
  * reached there (interpolated in log-log between them), the old relative costs per epoch as a
  * stand-in profile, its first run where those point, and the prior joining a size's runs as
@@ -688,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_window_size_bounds_memory),
+        cmocka_unit_test(test_window_keeps_exactly_the_last_runs),
         cmocka_unit_test(test_transfer_gives_priors_not_facts),
         cmocka_unit_test(test_transferred_job_bisects_when_expanding_does_not_pay),
     };

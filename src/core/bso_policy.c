@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bso/error.h"
 #include "core/job.h"
@@ -70,19 +71,43 @@ static double mean_epochs(const struct bso_bs_stat *s)
     return s->sum_epochs / (double)s->successes;
 }
 
-/* A size's epochs to the target: one more run's worth, and none at all. */
-static void add_epochs(struct bso_bs_stat *s, double e)
+/* A size's epochs to the target: one more run's worth, within a window of the last w runs
+ * (w 0: all of them), and none at all. A window up to BSO_EPOCHS_WINDOW_MAX keeps its runs'
+ * epochs and drops the oldest exactly; a longer one (or a size whose runs were counted before
+ * windows were kept) fades the older runs instead, their mean kept, to about w runs. */
+static void add_epochs(struct bso_bs_stat *s, double e, int64_t w)
 {
+    const bool exact = w > 0 && w <= BSO_EPOCHS_WINDOW_MAX && s->n_window == s->successes;
+    if (w > 0 && !exact && s->successes >= w) {
+        const double keep = (double)(w - 1) / (double)s->successes;
+        s->sum_epochs *= keep;
+        s->sum_sq_epochs *= keep;
+        s->successes = w - 1;
+    }
     if (s->successes == 0 || e < s->min_epochs)
         s->min_epochs = e;
     s->successes++;
     s->sum_epochs += e;
     s->sum_sq_epochs += e * e;
+    if (!exact)
+        return;
+    s->window[s->n_window++] = e;
+    if (s->n_window <= w)
+        return;
+    memmove(s->window, s->window + 1, (size_t)w * sizeof *s->window);
+    s->n_window = s->successes = w;
+    s->sum_epochs = s->sum_sq_epochs = 0;
+    s->min_epochs = s->window[0];
+    for (int64_t k = 0; k < w; k++) {
+        s->sum_epochs += s->window[k];
+        s->sum_sq_epochs += s->window[k] * s->window[k];
+        s->min_epochs = fmin(s->min_epochs, s->window[k]);
+    }
 }
 
 static void clear_epochs(struct bso_bs_stat *s)
 {
-    s->successes = 0;
+    s->successes = s->n_window = 0;
     s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
 }
 
@@ -910,7 +935,7 @@ static void forget(struct bso_job *job, size_t i)
         if (s->successes > 0) {
             const double m = mean_epochs(s);
             clear_epochs(s);
-            add_epochs(s, m);
+            add_epochs(s, m, job->spec.window_size);
             s->runs = 1;
             s->epochs_sum = one * m;
             s->cost_sum = per * m;
@@ -975,15 +1000,6 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         clear_epochs(s);
         s->status = BSO_BS_UNTRIED; /* set below from this run */
     }
-    /* A window (window_size runs) keeps each size's epochs to its recent runs: older runs
-     * fade as new ones come, their mean kept. */
-    const int64_t w = job->spec.window_size;
-    if (reached && w > 0 && s->successes >= w) {
-        const double keep = (double)(w - 1) / (double)s->successes;
-        s->sum_epochs *= keep;
-        s->sum_sq_epochs *= keep;
-        s->successes = w - 1;
-    }
     if (s->runs == 0 && epochs >= 2 && s->first_epoch_cost > 0) {
         s->warm_first_sum += s->first_epoch_cost;
         s->warm_steady_sum += (cost - s->first_epoch_cost) / (double)(epochs - 1);
@@ -994,11 +1010,11 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;
     if (reached && s->prior_epochs > 0) { /* the transferred prior joins as one run */
-        add_epochs(s, s->prior_epochs);
+        add_epochs(s, s->prior_epochs, job->spec.window_size);
         s->prior_epochs = 0;
     }
     if (reached) {
-        add_epochs(s, (double)epochs);
+        add_epochs(s, (double)epochs, job->spec.window_size);
         s->status = BSO_BS_GOOD;
     } else if (end == BSO_RUN_KILLED && (double)epochs > s->censored_epochs) {
         s->censored_epochs = (double)epochs;

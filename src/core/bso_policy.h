@@ -38,6 +38,10 @@ enum bso_bs_status {
                           (out of memory, crashes): never chosen again until the job is reset */
 };
 
+/* The longest window_size the bso policy keeps exactly, run by run; a longer one fades each
+ * size's older runs to keep about that many (docs/policy.md). */
+#define BSO_EPOCHS_WINDOW_MAX 32
+
 struct bso_bs_stat {
     int status; /* enum bso_bs_status */
     int64_t runs;
@@ -74,6 +78,11 @@ struct bso_bs_stat {
      * hardware; epochs do not depend on it), until the size reaches here: then it joins the
      * size's runs as one run more. 0: none. */
     double prior_epochs;
+    /* With a window (window_size from 1 to BSO_EPOCHS_WINDOW_MAX): the epochs of the runs that
+     * sum_epochs holds, oldest first, so that the oldest leaves exactly as the next arrives.
+     * n_window stays 0 without one (or a larger one, which fades instead). */
+    double window[BSO_EPOCHS_WINDOW_MAX];
+    int64_t n_window;
 };
 
 /* "untried", "good", "killed", "failed", "passed" or "infeasible". */

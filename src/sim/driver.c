@@ -38,6 +38,7 @@ static int make_spec(const struct sim_job *job, const struct sim_options *opt,
     spec->has_mab_seed = true;
     spec->mab_seed = opt->seed;
     spec->policy = opt->policy;
+    spec->window_size = opt->window;
     if (bso_job_spec_validate(spec, &errs) < 0) {
         snprintf(err, errcap, "invalid job: %s: %.400s", errs.e[0].field, errs.e[0].msg);
         return -1;
@@ -273,10 +274,10 @@ static void spec_json(const struct bso_job_spec *s, const char *job_id, char *bu
              "],\"default_batch_size\":%" PRId64 ",\"eta_knob\":%.17g,\"beta_knob\":%s,"
              "\"target_metric\":%.17g,\"higher_is_better_metric\":%s,\"max_epochs\":%" PRId64
              ",\"mab_seed\":%" PRId64 ",\"max_power\":%.17g,\"number_of_gpus\":1,"
-             "\"gpu_model\":\"%s\",\"policy\":\"%s\"}",
+             "\"gpu_model\":\"%s\",\"policy\":\"%s\",\"window_size\":%" PRId64 "}",
              s->default_batch_size, s->eta_knob, beta, s->target_metric,
              s->higher_is_better_metric ? "true" : "false", s->max_epochs, s->mab_seed,
-             s->max_power, s->gpu_model, bso_policy_name(s->policy));
+             s->max_power, s->gpu_model, bso_policy_name(s->policy), s->window_size);
 }
 
 int sim_driver_rebind(struct sim_driver *drv)

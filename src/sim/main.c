@@ -25,6 +25,7 @@ static int usage(FILE *f)
             "               [--recurrences N] [--seeds A-B] [--eta 0.5] [--beta 2|none]\n"
             "               [--out DIR] [--server URL] [--decisions FILE|-]\n"
             "               [--change R:KIND=F[@SIZES][;...]]... [--launches K]\n"
+            "               [--window N]\n"
             "               [--move fresh,transfer]\n"
             "\n"
             "Replays recurring training jobs from traces (shared/traces format) and reports the\n"
@@ -52,7 +53,9 @@ static int usage(FILE *f)
             "of the phase's oracle trained 3 recurrences in a row (also changes.csv).\n"
             "R:gpu=NAME moves the job to another GPU's trace from recurrence R: a new job, as a\n"
             "Zeus client registers one, which --move fresh starts from nothing and --move\n"
-            "transfer from the old job's epochs (POST /jobs/ID/transfer); default: both.\n");
+            "transfer from the old job's epochs (POST /jobs/ID/transfer); default: both.\n"
+            "--window N registers the jobs with window_size N (default 0: no window; under the\n"
+            "zeus policy at least 2, its mab_num_explorations).\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -173,6 +176,10 @@ int main(int argc, char **argv)
             if (!parse_num(v, &d) || d < 1 || d > 1000 || d != floor(d))
                 return fail("--launches must be a whole number from 1 to 1000"), 2;
             plan.opt.launches = (int64_t)d;
+        } else if (strcmp(a, "--window") == 0) {
+            if (!parse_num(v, &d) || d < 0 || d > 1e6 || d != floor(d))
+                return fail("--window must be a whole number from 0 (no window) to 1000000"), 2;
+            plan.opt.window = (int64_t)d;
         } else if (strcmp(a, "--decisions") == 0) {
             decisions = v;
         } else {

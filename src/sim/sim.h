@@ -61,6 +61,7 @@ struct sim_options {
     bool
         transfer; /* --move transfer: a job moved to another GPU starts from the old one's epochs */
     int64_t launches; /* a recurrence whose first this-many runs all failed had no model in time */
+    int64_t window;   /* the jobs' window_size (0: none) */
 };
 
 #define SIM_MAX_PHASES (SIM_MAX_CHANGES + 1)

@@ -166,6 +166,41 @@ void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
                                        &b->total_successes, &b->drift_fail,  &b->prior_epochs};
     for (int k = 0; k < BSO_STAT_CHANGE; k++)
         *change[k] = r->f64(r->ctx, 7 + BSO_STAT_SUMS + k);
+    /* Only how the window forgets depends on it: a bad one is dropped, not the job. */
+    (void)bso_column_parse_window(r->text(r->ctx, 7 + BSO_STAT_SUMS + BSO_STAT_CHANGE), b);
+}
+
+void bso_column_format_window(const struct bso_bs_stat *b, char out[BSO_STAT_WINDOW_TEXT])
+{
+    size_t o = 0;
+    out[o++] = '[';
+    for (int64_t k = 0; k < b->n_window && k < BSO_EPOCHS_WINDOW_MAX; k++)
+        o += (size_t)snprintf(out + o, BSO_STAT_WINDOW_TEXT - o, "%s%.17g", k ? "," : "",
+                              b->window[k]);
+    out[o++] = ']';
+    out[o] = '\0';
+}
+
+int bso_column_parse_window(const char *text, struct bso_bs_stat *b)
+{
+    b->n_window = 0;
+    if (!text || !*text)
+        return 0; /* written before windows were kept */
+    const char *p = text;
+    if (*p++ != '[')
+        return BSO_EPARSE;
+    while (*p != ']') {
+        char *end;
+        const double e = strtod(p, &end);
+        if (end == p || b->n_window == BSO_EPOCHS_WINDOW_MAX || !(e > 0) || !isfinite(e) ||
+            (*end != ',' && *end != ']')) {
+            b->n_window = 0;
+            return BSO_EPARSE;
+        }
+        b->window[b->n_window++] = e;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return p[1] == '\0' ? 0 : (b->n_window = 0, BSO_EPARSE);
 }
 
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE])

@@ -170,6 +170,8 @@ static const char *const migrations[] = {
     "UPDATE bs_stat SET total_runs = runs, total_successes = successes;\n",
     /* 11: a run's progress when its batch size changes while it trains */
     "ALTER TABLE trial ADD COLUMN progress TEXT; -- JSON [[epoch, time, samples, mean], ...]\n",
+    /* 12: the bso policy's window of each size's recent epochs (window_size) */
+    "ALTER TABLE bs_stat ADD COLUMN recent_epochs TEXT NOT NULL DEFAULT ''; -- oldest first\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -287,16 +289,16 @@ static const char *const stmt_sql[ST_COUNT] = {
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
         " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
-        " drift_fail, prior_epochs"
+        " drift_fail, prior_epochs, recent_epochs"
         " FROM bs_stat WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
-        " total_runs, total_successes, drift_fail, prior_epochs)"
+        " total_runs, total_successes, drift_fail, prior_epochs, recent_epochs)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19, $20, $21, $22, $23, $24, $25, $26)"
+        " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -310,7 +312,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " success_mark = EXCLUDED.success_mark, fail_mark = EXCLUDED.fail_mark,"
         " change_mark = EXCLUDED.change_mark, total_runs = EXCLUDED.total_runs,"
         " total_successes = EXCLUDED.total_successes, drift_fail = EXCLUDED.drift_fail,"
-        " prior_epochs = EXCLUDED.prior_epochs",
+        " prior_epochs = EXCLUDED.prior_epochs, recent_epochs = EXCLUDED.recent_epochs",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
         " peak_memory_bytes, device, measured_at) VALUES ($1, $2, $3, $4, $5, $6, $7, " NOW_TEXT
@@ -452,7 +454,7 @@ static int ensure_connection(struct pg_session *s)
 
 /* ---- statements ---- */
 
-#define MAX_PARAMS 32 /* the most a statement binds: a statistics row (26) */
+#define MAX_PARAMS 32 /* the most a statement binds: a statistics row (27) */
 
 /* Parameters in text form. */
 struct params {
@@ -1038,6 +1040,9 @@ static int save_stat(struct bso_session *base, const struct bso_job *job, size_t
     bso_column_stat_change(b, change);
     for (int k = 0; k < BSO_STAT_CHANGE; k++)
         p_double(&p, change[k]);
+    char window[BSO_STAT_WINDOW_TEXT];
+    bso_column_format_window(b, window);
+    p_text(&p, window);
     return run_done(s, ST_SAVE_STAT, &p, "save stats");
 }
 

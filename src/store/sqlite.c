@@ -166,6 +166,8 @@ static const char *const migrations[] = {
     "UPDATE bs_stat SET total_runs = runs, total_successes = successes;\n",
     /* 11: a run's progress when its batch size changes while it trains */
     "ALTER TABLE trial ADD COLUMN progress TEXT; -- JSON [[epoch, time, samples, mean], ...]\n",
+    /* 12: the bso policy's window of each size's recent epochs (window_size) */
+    "ALTER TABLE bs_stat ADD COLUMN recent_epochs TEXT NOT NULL DEFAULT ''; -- oldest first\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -280,16 +282,16 @@ static const char *const stmt_sql[ST_COUNT] = {
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
         " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
-        " drift_fail, prior_epochs"
+        " drift_fail, prior_epochs, recent_epochs"
         " FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
-        " total_runs, total_successes, drift_fail, prior_epochs)"
+        " total_runs, total_successes, drift_fail, prior_epochs, recent_epochs)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
-        " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+        " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
@@ -1066,6 +1068,9 @@ static int save_stat(struct bso_session *s, const struct bso_job *job, size_t i)
     bso_column_stat_change(b, change);
     for (int k = 0; k < BSO_STAT_CHANGE; k++)
         sqlite3_bind_double(st, 9 + BSO_STAT_SUMS + k, change[k]);
+    char window[BSO_STAT_WINDOW_TEXT];
+    bso_column_format_window(b, window);
+    bind_text(st, 9 + BSO_STAT_SUMS + BSO_STAT_CHANGE, window);
     return step_done(s, st, "save stats");
 }
 

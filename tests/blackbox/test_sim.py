@@ -255,6 +255,31 @@ class Sim(unittest.TestCase):
             self.assertEqual(phases[1]["recurrences"], "11")
             self.assertIn("after a change", out.stdout)
 
+    @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
+                         "the shared traces are not beside the repository")
+    def test_window_replayed_identically_over_http(self):
+        """window_size: each size keeps the epochs of its last runs, which the server stores (on
+        this suite's backend; no job cache, so every request reads them back) and reloads, so
+        its decisions over HTTP are the in-process ones; and the window changes them."""
+        with Server(args=["--cache-mb", "0"]) as srv, tempfile.TemporaryDirectory() as d:
+            url = "http://127.0.0.1:%d" % srv.port
+            got = {}
+            for mode, window, extra in (("local", "3", []), ("http", "3", ["--server", url]),
+                                        ("none", "0", [])):
+                p = os.path.join(d, "%s.csv" % mode)
+                out = sim("--traces", TRACES, "--gpu", "v100", "--workload", "librispeech",
+                          "--policy", "bso", "--seeds", "1-2", "--recurrences", "30",
+                          "--window", window, "--change", "12:epochs=1.3@>=opt",
+                          "--decisions", p, "--out", d, *extra)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"])
+                             for r in decisions(p)]
+            self.assertEqual(got["local"], got["http"])
+            self.assertNotEqual(got["local"], got["none"])
+            bad = sim("--traces", TRACES, "--window", "-1", "--gpu", "v100")
+            self.assertEqual(bad.returncode, 2)
+            self.assertIn("--window must be", bad.stderr)
+
     def test_change_errors(self):
         with tempfile.TemporaryDirectory() as d:
             write_synthetic(d)
