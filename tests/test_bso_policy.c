@@ -170,6 +170,24 @@ static void test_exploring_run_stopped_when_finishing_costs_more(void **state)
     bso_job_clear(&job);
 }
 
+/* The same probe in a job transferred from other hardware whose old job needed fewer epochs at
+ * larger sizes (16: 40, 32: 20): the curve the central estimate scales along takes those
+ * epochs in (the same workload), so 128 is expected at about 64's 10 epochs, not 14.1, and the
+ * probe goes on and reaches. */
+static void test_exploring_run_estimated_along_transferred_epochs(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    struct bso_trial t = first_probe(&job, 10);
+    job.stats[0].prior_epochs = 40;
+    job.stats[1].prior_epochs = 20;
+    struct bso_decision d;
+    assert_int_equal(run(&job, &t, 80, 11, &d), 11);
+    assert_true(d.converged);
+    bso_job_clear(&job);
+}
+
 static void test_exploring_run_stopped_at_beta(void **state)
 {
     (void)state;
@@ -707,6 +725,7 @@ int main(void)
         cmocka_unit_test(test_exploring_run_goes_on_past_the_best_cost),
         cmocka_unit_test(test_exploring_run_stopped_when_expected_to_fail),
         cmocka_unit_test(test_exploring_run_stopped_when_finishing_costs_more),
+        cmocka_unit_test(test_exploring_run_estimated_along_transferred_epochs),
         cmocka_unit_test(test_exploring_run_stopped_at_beta),
         cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
         cmocka_unit_test(test_profile_scales_estimates),

@@ -313,11 +313,14 @@ static double epochs_estimate(const struct bso_job *job, size_t i)
         const struct bso_bs_stat *sa = &job->stats[a];
         /* Sizes that reached the target count with their mean epochs; sizes whose runs were
          * stopped count with what those runs proved (more than they ran), so a failed probe
-         * bends the fit. */
-        if (sa->successes == 0 && !(sa->censored_epochs > 0))
+         * bends the fit; sizes known only from the job this one was transferred from, with
+         * what they needed there (the same workload). */
+        const double proved = sa->censored_epochs > 0 ? sa->censored_epochs + 1 : 0;
+        const double prior = transferred_prior(job, a);
+        if (sa->successes == 0 && !(proved > 0) && !(prior > 0))
             continue;
         const double xa = log2((double)job->spec.batch_sizes[a]);
-        const double ya = log2(sa->successes > 0 ? mean_epochs(sa) : sa->censored_epochs + 1);
+        const double ya = log2(sa->successes > 0 ? mean_epochs(sa) : fmax(prior, proved));
         fit_add(&fit, xa, ya, 1);
         if (sa->successes > 0 &&
             (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x)))
@@ -550,6 +553,23 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
     return pick;
 }
 
+/* A size's point on the shared curve of epochs against batch size: its log mean epochs,
+ * weighted by its runs that reached; a size that has not reached here but needed some epochs in
+ * the job this one was transferred from, that, as one run. Returns the weight (0: none). */
+static double curve_point(const struct bso_job *job, size_t i, double *log_epochs)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    if (s->successes > 0) {
+        *log_epochs = log(mean_epochs(s));
+        return (double)s->successes;
+    }
+    if (transferred_prior(job, i) > 0) {
+        *log_epochs = log(transferred_prior(job, i));
+        return 1;
+    }
+    return 0;
+}
+
 /* The posterior of each size's mean log epochs, and the pooled run-to-run variance of log
  * epochs (*cv2); see bso_policy_epochs_posterior. */
 static void posterior(const struct bso_job *job, double *mean_log, double *sd_log, double *cv2_out)
@@ -572,11 +592,11 @@ static void posterior(const struct bso_job *job, double *mean_log, double *sd_lo
     /* Sizes share a smooth curve of epochs against batch size: a line in log-log, weighted
      * by runs, over the sizes that reached the target. */
     struct line_fit fit = {0};
+    double log_e[BSO_MAX_BATCH_SIZES], weight[BSO_MAX_BATCH_SIZES];
     for (size_t i = 0; i < n; i++) {
-        const struct bso_bs_stat *s = &job->stats[i];
-        if (s->successes > 0)
-            fit_add(&fit, log2((double)job->spec.batch_sizes[i]), log(mean_epochs(s)),
-                    (double)s->successes);
+        weight[i] = curve_point(job, i, &log_e[i]);
+        if (weight[i] > 0)
+            fit_add(&fit, log2((double)job->spec.batch_sizes[i]), log_e[i], weight[i]);
     }
     const int k = fit.points;
     const double slope = fit_slope(&fit, 0);
@@ -587,12 +607,10 @@ static void posterior(const struct bso_job *job, double *mean_log, double *sd_lo
     if (k >= 3) {
         double r2 = 0;
         for (size_t i = 0; i < n; i++) {
-            const struct bso_bs_stat *s = &job->stats[i];
-            if (s->successes == 0)
+            if (!(weight[i] > 0))
                 continue;
-            const double r =
-                log(mean_epochs(s)) - icpt - slope * log2((double)job->spec.batch_sizes[i]);
-            r2 += r * r - cv2 / (double)s->successes;
+            const double r = log_e[i] - icpt - slope * log2((double)job->spec.batch_sizes[i]);
+            r2 += r * r - cv2 / weight[i];
         }
         r2 /= (double)(k - 2);
         scatter = r2 > MIN_SCATTER * MIN_SCATTER ? r2 : MIN_SCATTER * MIN_SCATTER;
