@@ -91,7 +91,7 @@ static void add_epochs(struct bso_bs_stat *s, double e, int64_t w)
     s->sum_sq_epochs += e * e;
     if (!exact)
         return;
-    s->window[s->n_window++] = e;
+    s->window[s->n_window++] = (float)e;
     if (s->n_window <= w)
         return;
     memmove(s->window, s->window + 1, (size_t)w * sizeof *s->window);
@@ -99,9 +99,10 @@ static void add_epochs(struct bso_bs_stat *s, double e, int64_t w)
     s->sum_epochs = s->sum_sq_epochs = 0;
     s->min_epochs = s->window[0];
     for (int64_t k = 0; k < w; k++) {
-        s->sum_epochs += s->window[k];
-        s->sum_sq_epochs += s->window[k] * s->window[k];
-        s->min_epochs = fmin(s->min_epochs, s->window[k]);
+        const double x = s->window[k];
+        s->sum_epochs += x;
+        s->sum_sq_epochs += x * x;
+        s->min_epochs = fmin(s->min_epochs, x);
     }
 }
 

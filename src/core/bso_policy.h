@@ -40,7 +40,7 @@ enum bso_bs_status {
 
 /* The longest window_size the bso policy keeps exactly, run by run; a longer one fades each
  * size's older runs to keep about that many (docs/policy.md). */
-#define BSO_EPOCHS_WINDOW_MAX 32
+#define BSO_EPOCHS_WINDOW_MAX 16
 
 struct bso_bs_stat {
     int status; /* enum bso_bs_status */
@@ -81,7 +81,7 @@ struct bso_bs_stat {
     /* With a window (window_size from 1 to BSO_EPOCHS_WINDOW_MAX): the epochs of the runs that
      * sum_epochs holds, oldest first, so that the oldest leaves exactly as the next arrives.
      * n_window stays 0 without one (or a larger one, which fades instead). */
-    double window[BSO_EPOCHS_WINDOW_MAX];
+    float window[BSO_EPOCHS_WINDOW_MAX]; /* float: a job holds 256 sizes' worth */
     int64_t n_window;
 };
 

@@ -175,8 +175,8 @@ void bso_column_format_window(const struct bso_bs_stat *b, char out[BSO_STAT_WIN
     size_t o = 0;
     out[o++] = '[';
     for (int64_t k = 0; k < b->n_window && k < BSO_EPOCHS_WINDOW_MAX; k++)
-        o += (size_t)snprintf(out + o, BSO_STAT_WINDOW_TEXT - o, "%s%.17g", k ? "," : "",
-                              b->window[k]);
+        o += (size_t)snprintf(out + o, BSO_STAT_WINDOW_TEXT - o, "%s%.9g", k ? "," : "",
+                              (double)b->window[k]);
     out[o++] = ']';
     out[o] = '\0';
 }
@@ -191,7 +191,7 @@ int bso_column_parse_window(const char *text, struct bso_bs_stat *b)
         return BSO_EPARSE;
     while (*p != ']') {
         char *end;
-        const double e = strtod(p, &end);
+        const float e = strtof(p, &end);
         if (end == p || b->n_window == BSO_EPOCHS_WINDOW_MAX || !(e > 0) || !isfinite(e) ||
             (*end != ',' && *end != ']')) {
             b->n_window = 0;

@@ -90,8 +90,8 @@ void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS]
 #define BSO_STAT_CHANGE 9
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE]);
 /* A size's window of recent epochs (the last column) as "[e1,e2,...]", oldest first, with every
- * bit of each double; BSO_STAT_WINDOW_TEXT bytes always hold it. */
-#define BSO_STAT_WINDOW_TEXT (BSO_EPOCHS_WINDOW_MAX * 26 + 3)
+ * bit of each float; BSO_STAT_WINDOW_TEXT bytes always hold it. */
+#define BSO_STAT_WINDOW_TEXT (BSO_EPOCHS_WINDOW_MAX * 18 + 3)
 void bso_column_format_window(const struct bso_bs_stat *b, char out[BSO_STAT_WINDOW_TEXT]);
 /* Reads it back into b. 0, or BSO_EPARSE (b's window then empty: add_epochs fades instead). */
 int bso_column_parse_window(const char *text, struct bso_bs_stat *b);
