@@ -566,6 +566,30 @@ static void test_run_stopped_by_the_change_does_not_bound_the_search(void **stat
     bso_job_clear(&job);
 }
 
+/* 64 reached ten times in 8 epochs and has just failed (64 and 128 measured: 100 and 66.7 a
+ * epoch, so 225 extrapolated at 16; 256 does not fit). The recurrence needs a model now, so
+ * the open sizes are ranked by what they are expected to cost: 128, 8 x 2^0.5 epochs at 66.7
+ * (754), before 16, 8 x 0.5 epochs at 225 (900), which its optimistic bound (2 epochs, 450
+ * against 128's 533) would put first. */
+static void test_rescue_ranks_open_sizes_by_their_estimates(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    static const int64_t sizes[] = {16, 32, 64, 128, 256};
+    start_with(&job, sizes, 5, 4);
+    set_reached(&job, 2, 10, 8, 100, 10);
+    job.stats[2].fail_mark = 11;
+    job.stats[3].status = BSO_BS_PASSED; /* one epoch at 128 measured its cost */
+    job.stats[3].runs = 1;
+    job.stats[3].epochs_sum = 1;
+    job.stats[3].cost_sum = 200.0 / 3;
+    job.last_trial_number = 11;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 128);
+    bso_job_clear(&job);
+}
+
 /* The data set grows: every epoch costs 1.5x at every size at once. Early stopping at beta x
  * the best cost must not kill the runs of the best size for it. */
 static void test_cost_jump_does_not_stop_every_run(void **state)
@@ -738,6 +762,7 @@ int main(void)
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
+        cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_window_keeps_exactly_the_last_runs),

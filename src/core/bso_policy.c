@@ -684,10 +684,20 @@ static double optimistic_cost(const struct bso_job *job, size_t i)
     return epochs_bound(job, i) * bso_policy_epoch_cost(job, i);
 }
 
+/* What a run at open size i is expected to cost when a model is needed now: its central
+ * estimate of epochs (never below its lower bound) times its cost per epoch. The optimistic
+ * bound that ranks probes would send a rescue to the smallest sizes, which a batch-size-
+ * proportional bound makes look cheap whatever they need. */
+static double expected_open_cost(const struct bso_job *job, size_t i)
+{
+    return fmax(epochs_estimate(job, i), epochs_bound(job, i)) * bso_policy_epoch_cost(job, i);
+}
+
 /* The recurrence still needs a model and every size that reached the target failed in it (or
  * the job changed and none has reached since): the size most likely to be cheap that is not
- * struck out in it, one that reached judged by its expected cost, an open one by its
- * optimistic cost. Else the least bad of those that failed. -1 when nothing can run. */
+ * struck out in it, one that reached judged by its expected cost, an open one by its expected
+ * cost from the estimates (expected_open_cost). Else the least bad of those that failed. -1
+ * when nothing can run. */
 static int rescue(struct bso_job *job)
 {
     int best = -1;
@@ -700,7 +710,7 @@ static int rescue(struct bso_job *job)
         if (s->successes > 0)
             cost = expected_cost(s);
         else if (open_size(job, k))
-            cost = optimistic_cost(job, k);
+            cost = expected_open_cost(job, k);
         else
             continue;
         if (best < 0 || cost < best_cost) {
