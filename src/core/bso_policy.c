@@ -591,7 +591,7 @@ static void posterior(const struct bso_job *job, double *mean_log, double *sd_lo
     }
     const double cv2 = sq / dof;
     /* Sizes share a smooth curve of epochs against batch size: a line in log-log, weighted
-     * by runs, over the sizes that reached the target. */
+     * by runs, over the sizes that reached the target (curve_point). */
     struct line_fit fit = {0};
     double log_e[BSO_MAX_BATCH_SIZES], weight[BSO_MAX_BATCH_SIZES];
     for (size_t i = 0; i < n; i++) {
