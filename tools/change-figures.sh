@@ -2,8 +2,9 @@
 # The change figures of docs/policy.md ("When the job changes", "Moving a job to other
 # hardware"): bso-sim replays every workload on both GPUs under the zeus and bso policies
 # through a fixed grid of changes, and this prints one row per scenario (the phase after the
-# change: geometric mean and worst ratio to that phase's oracle, cells where bso cost more than
-# zeus, recurrences that trained no model in 5 launches), then the stationary figures.
+# change: geometric mean and worst ratio to that phase's oracle, the geometric mean over the
+# cells whose optimum the change moved, cells where bso cost more than zeus, recurrences that
+# trained no model in 5 launches), then the stationary figures.
 # Usage: tools/change-figures.sh [BUILD_DIR] [SEEDS]   (default build/release, 1-20)
 set -eu
 build=${1:-build/release}
@@ -15,8 +16,15 @@ summarize() {
     python3 - "$1" "$2" <<'PY'
 import csv, math, sys, collections
 # Phases where no size reaches the target have no oracle (ratio nan): left out.
-rows = [r for r in csv.DictReader(open(sys.argv[2]))
+every = list(csv.DictReader(open(sys.argv[2])))
+rows = [r for r in every
         if r["phase"] != "0" and math.isfinite(float(r["ratio_vs_oracle"]))]
+# The size of least expected cost before each phase: where it moved, the change moved the
+# optimum (the issue's targets are for those cells).
+before = {(r["workload"], r["gpu"], r["policy"], r["move"], int(r["phase"])): r["optimum"]
+          for r in every}
+def moved(r):
+    return before[(r["workload"], r["gpu"], r["policy"], r["move"], int(r["phase"]) - 1)] != r["optimum"]
 cells = collections.defaultdict(dict)
 for r in rows:
     cells[(r["policy"], r["move"])][(r["workload"], r["gpu"], r["phase"])] = r
@@ -31,14 +39,16 @@ for pol, move in keys:
                 float(r["ratio_vs_oracle"]) > float(zeus[k]["ratio_vs_oracle"]) + 1e-9)
     worst = max(b.items(), key=lambda kv: float(kv[1]["ratio_vs_oracle"]))
     name = sys.argv[1] + (" (%s)" % move if move else "")
-    print("| %s | %.4f | %.4f | %.4f (%s/%s) | %d of %d | %d / %d |" % (
+    m = [r for r in b.values() if moved(r)]
+    print("| %s | %.4f | %.4f | %s | %.4f (%s/%s) | %d of %d | %d / %d |" % (
         name, geo(zeus.values()) if zeus else float("nan"), geo(b.values()),
+        "%.4f (%d)" % (geo(m), len(m)) if m else "-",
         float(worst[1]["ratio_vs_oracle"]), worst[0][0], worst[0][1], worse, len(b),
         sum(int(r["no_model"]) for r in zeus.values()), sum(int(r["no_model"]) for r in b.values())))
 PY
 }
-echo "| change | zeus | bso | bso worst | bso > zeus | no model (zeus / bso) |"
-echo "|---|---|---|---|---|---|"
+echo "| change | zeus | bso | bso where the optimum moved (cells) | bso worst | bso > zeus | no model (zeus / bso) |"
+echo "|---|---|---|---|---|---|---|"
 for kind in "<=opt" ">=opt" "opt"; do
     for factor in 1.3 1.6 2.0; do
         for r in 10 25 40; do

@@ -14,6 +14,7 @@ static void add_phase(struct sim_phase_cell *c, const struct sim_phase_result *r
     c->first = r->first;
     c->n = r->n;
     c->oracle = r->oracle;
+    c->optimum = r->optimum;
     /* No size reaches the target in this phase: there is no oracle to compare with. */
     c->ratio += isfinite(r->oracle) ? r->cost / ((double)r->n * r->oracle) * per_seed : NAN;
     c->no_model += r->no_model;
@@ -289,7 +290,7 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
             return -1;
         fprintf(ch, "workload,gpu,policy,power,phase,first_recurrence,recurrences,oracle_cost,"
                     "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile,"
-                    "move\n");
+                    "move,optimum\n");
         for (size_t a = 0; a < p->n_arms; a++)
             for (size_t j = 0; j < p->n_jobs; j++) {
                 const struct sim_cell *c = &p->cells[j][a];
@@ -297,12 +298,13 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
                 for (size_t k = 0; k < c->n_phases; k++) {
                     const struct sim_phase_cell *ph = &c->phase[k];
                     static const char *const moves[] = {"", "fresh", "transfer"};
-                    fprintf(ch, "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s\n",
+                    fprintf(ch,
+                            "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s,%lld\n",
                             p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
                             arm->jit ? "jit" : "max", k, (long long)ph->first + 1, (long long)ph->n,
                             ph->oracle, ph->ratio, (long long)ph->no_model, ph->stopped, ph->lag,
-                            (long long)ph->never, arm->profile ? "probe" : "none",
-                            moves[arm->move]);
+                            (long long)ph->never, arm->profile ? "probe" : "none", moves[arm->move],
+                            (long long)ph->optimum);
                 }
             }
         fclose(ch);

@@ -21,6 +21,7 @@ struct sim_arm {
 struct sim_phase_cell {
     int64_t first, n; /* recurrences */
     double oracle;    /* the phase's expected cost per recurrence at its best size */
+    int64_t optimum;  /* that size (0 when no size reaches the target) */
     double ratio;     /* mean over seeds of (phase cost / (n x oracle)) */
     int64_t no_model; /* recurrences without a model in time, summed over seeds */
     double stopped;   /* runs stopped without reaching, per recurrence */

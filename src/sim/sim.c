@@ -252,6 +252,9 @@ static struct sim_job *phase_jobs(const struct sim_job *job, const struct sim_op
         ph->n = (k == n_points ? opt->recurrences : points[k] - 1) - ph->first;
         double base;
         sim_reference_costs(&jobs[k], opt->eta, opt->jit, &ph->oracle, &base);
+        ph->optimum = isfinite(ph->oracle) && jobs[k].n_bs
+                          ? jobs[k].bs[sim_optimum(&jobs[k], opt->eta, opt->jit)].bs
+                          : 0;
     }
     return jobs;
 }

@@ -75,6 +75,7 @@ struct sim_phase_result {
     int64_t first, n; /* its first recurrence (0-based) and how many */
     double cost;      /* over its recurrences */
     double oracle;    /* the expected cost of a recurrence at its best size */
+    int64_t optimum;  /* that size (0 when no size reaches the target) */
     int64_t no_model; /* recurrences whose first `launches` runs trained no model */
     int64_t stopped;  /* runs that ended without reaching the target */
     /* Recurrences from its start until near-optimal sizes trained SIM_SETTLED_RUN recurrences

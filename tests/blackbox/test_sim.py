@@ -309,6 +309,7 @@ class Sim(unittest.TestCase):
                 phases = list(csv.DictReader(f))
             self.assertAlmostEqual(float(phases[0]["oracle_cost"]), 20 * 950, places=3)
             self.assertAlmostEqual(float(phases[1]["oracle_cost"]), 62 / 3 * 1400, places=1)
+            self.assertEqual([p["optimum"] for p in phases], ["64", "32"])
             self.assertEqual(phases[1]["no_model"], "0")
             last = [r for r in decisions(dec) if r["outcome"] == "reached"][-10:]
             self.assertTrue(all(r["batch_size"] == "32" for r in last), last)
