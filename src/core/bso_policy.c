@@ -175,6 +175,13 @@ static bool fresh(const struct bso_job *job, size_t i)
     return s->success_mark >= s->change_mark;
 }
 
+/* Whether size i reached the target only before the policy last found that the job changed:
+ * what it knows is a stand-in until its next run. */
+static bool stale(const struct bso_job *job, size_t i)
+{
+    return job->stats[i].successes > 0 && !fresh(job, i);
+}
+
 /* The index of the size with the lowest expected cost among those that reached the target
  * (since the job last changed, when fresh_only) and did not just fail, or -1. */
 static int best_good_of(const struct bso_job *job, bool fresh_only)
@@ -522,10 +529,13 @@ static int explore_candidate(const struct bso_job *job, int g, double best_cost)
             target = (xg + log2((double)job->spec.batch_sizes[edge])) / 2; /* bisect */
         } else {
             /* Expand: two octaves when a size beyond the best, on the other side, was
-             * already passed (the search moved this way), else one. */
+             * already passed (the search moved this way), else one. A size known only from
+             * before the job changed was not passed by the search since: the search starts
+             * again from the best size since, and steps one octave. */
             int passed = 0;
             for (int k = g - dir; k >= 0 && k < n; k -= dir)
-                passed |= usable(job, (size_t)k) && !open_size(job, (size_t)k);
+                passed |=
+                    usable(job, (size_t)k) && !open_size(job, (size_t)k) && !stale(job, (size_t)k);
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
         int c = closest_open(job, from, to, target);
@@ -998,7 +1008,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
 {
     struct bso_bs_stat *s = &job->stats[i];
     const bool reached = end == BSO_RUN_REACHED;
-    const bool stale = s->successes > 0 && !fresh(job, i);
+    const bool was_stale = stale(job, i);
     s->crashes = 0; /* it reported: whatever ended earlier runs, this one ran */
     /* Failing marks a size that ran out of epochs, or one that used to reach; an exploring
      * run stopped for its cost may still reach, and marks nothing. */
@@ -1010,7 +1020,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     /* A size known only from before the change is expected to surprise: its run replaces what
      * was known (below) instead of announcing the change again, which would re-open sizes
      * that already failed since it. */
-    if (s->successes > 0 && !stale && end != BSO_RUN_PASSED) {
+    if (s->successes > 0 && !was_stale && end != BSO_RUN_PASSED) {
         if (reached) {
             const double z = surprise(job, i, (double)epochs);
             s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);
@@ -1025,7 +1035,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     }
     /* The first run at a size known only from before the job changed replaces what was
      * known: that was a stand-in until a run could tell. */
-    if (stale && end != BSO_RUN_PASSED) {
+    if (was_stale && end != BSO_RUN_PASSED) {
         clear_epochs(s);
         s->status = BSO_BS_UNTRIED; /* set below from this run */
     }
