@@ -1,0 +1,174 @@
+/* How the bso policy learns from a finished run, and finds that the job changed: CUSUM tests
+ * on each size's epochs and failures, a new level of cost per epoch, and what a change makes
+ * it forget (docs/policy.md, "When the job changes"). */
+#include "core/bso_policy.h"
+
+#include <math.h>
+
+#include "core/bso_policy_internal.h"
+#include "core/job.h"
+
+/* Change detection (docs/policy.md, "When the job changes"): a CUSUM over each size's
+ * standardised surprises in log epochs. Surprises under DRIFT_SLACK standard deviations cancel
+ * out; a sum past DRIFT_ALARM says the job changed (about one false alarm in several hundred
+ * runs of a stationary size, and a 1.5x change is found within two or three runs). */
+#define DRIFT_SLACK 0.5
+#define DRIFT_ALARM 6.0
+/* Failing to reach is rarer and costlier evidence: a likelihood ratio of 20 (one failure of a
+ * size that reached some twenty times without failing) says the job changed. */
+#define FAIL_ALARM 3.0
+
+/* How surprising a run that reached in e epochs, at a size that reached before, is: in standard
+ * deviations of its predicted log epochs (its posterior and the run-to-run spread). */
+static double surprise(const struct bso_job *job, size_t i, double e)
+{
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES], cv2;
+    bso_policy_posterior(job, mean_log, sd_log, &cv2);
+    const double sd = sqrt(cv2 + sd_log[i] * sd_log[i]);
+    return (log(e) - mean_log[i]) / sd;
+}
+
+/* The log-likelihood ratio of a run's outcome (reached or not) between "the size now fails
+ * at least half the time" and its failure rate so far (with half a failure of prior). Some
+ * runs never reach without anything having changed (a diverged seed): a size that failed
+ * before needs more failures in a row to raise the alarm. */
+static double failure_evidence(const struct bso_bs_stat *s, bool reached)
+{
+    const double fails = s->total_runs - s->total_successes;
+    const double p0 = (fails + 0.5) / (s->total_runs + 1);
+    const double p1 = fmax(0.5, (1 + p0) / 2);
+    return reached ? log((1 - p1) / (1 - p0)) : log(p1 / p0);
+}
+
+/* The job changed (size i's runs said so): what was learnt before weighs as one run per size,
+ * so the runs to come decide; sizes ruled out are open to the search again, each with its
+ * measured cost per epoch; size i starts over from the run that showed the change. */
+static void forget(struct bso_job *job, size_t i)
+{
+    /* The change came after size i last reached: a size that reached since (and has not
+     * failed since) is known from after it, and keeps what it knows. */
+    const double since = job->stats[i].success_mark;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        struct bso_bs_stat *s = &job->stats[k];
+        const double measured = bso_bs_cost_per_epoch(s);
+        /* Its cost per epoch is kept, at the weight of one epoch (or one run); unmeasured
+         * stays unmeasured. */
+        const double per = isfinite(measured) ? measured : 0;
+        const double one = per > 0 ? 1 : 0;
+        if (k != i && s->successes > 0 && s->success_mark > since &&
+            s->success_mark > s->fail_mark) {
+            s->change_mark = since > 0 ? since : 1;
+            continue;
+        }
+        s->drift_up = s->drift_down = s->drift_fail = 0;
+        s->censored_epochs = 0;
+        s->change_mark = (double)job->last_trial_number;
+        if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
+            if (k == i) { /* one epoch of its cost stays, weighed with the run's */
+                bso_bs_clear_epochs(s);
+                s->runs = 1;
+                s->epochs_sum = one;
+                s->cost_sum = per;
+                s->status = BSO_BS_UNTRIED;
+            }
+            continue;
+        }
+        if (s->successes > 0) {
+            const double m = bso_bs_mean_epochs(s);
+            bso_bs_clear_epochs(s);
+            bso_bs_add_epochs(s, m, job->spec.window_size);
+            s->runs = 1;
+            s->epochs_sum = one * m;
+            s->cost_sum = per * m;
+        } else {
+            s->status = BSO_BS_PASSED; /* re-checked: a one-epoch probe tells again */
+            s->runs = 0;
+            s->epochs_sum = one;
+            s->cost_sum = per;
+        }
+    }
+}
+
+/* A run's cost per epoch far off its size's shows a new level for the whole job (more data,
+ * other hardware): size i takes the new level, and every other measured size is moved by the
+ * same factor until its own next run says better. Returns whether it did. */
+static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_t epochs)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    if (s->successes == 0 || epochs < 2 || !(s->epochs_sum > 0))
+        return false;
+    const double shift = cost / (double)epochs / bso_bs_cost_per_epoch(s);
+    if (!(shift > BSO_PER_EPOCH_SHIFT || shift < 1 / BSO_PER_EPOCH_SHIFT))
+        return false;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        job->stats[k].cost_sum *= shift;
+    return true;
+}
+
+bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
+                        enum bso_run_end end)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    const bool reached = end == BSO_RUN_REACHED;
+    const bool was_stale = bso_policy_stale(job, i);
+    s->crashes = 0; /* it reported: whatever ended earlier runs, this one ran */
+    /* Failing marks a size that ran out of epochs, or one that used to reach; an exploring
+     * run stopped for its cost may still reach, and marks nothing. */
+    if (reached)
+        s->success_mark = (double)job->last_trial_number;
+    else if (end == BSO_RUN_FAILED || s->successes > 0)
+        s->fail_mark = (double)job->last_trial_number;
+    bool all = follow_epoch_cost(job, i, cost, epochs), alarm = false;
+    /* A size known only from before the change is expected to surprise: its run replaces what
+     * was known (below) instead of announcing the change again, which would re-open sizes
+     * that already failed since it. */
+    if (s->successes > 0 && !was_stale && end != BSO_RUN_PASSED) {
+        if (reached) {
+            const double z = surprise(job, i, (double)epochs);
+            s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);
+            s->drift_down = fmax(0, s->drift_down - z - DRIFT_SLACK);
+        }
+        s->drift_fail = fmax(0, s->drift_fail + failure_evidence(s, reached));
+        if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM ||
+            s->drift_fail > FAIL_ALARM) {
+            forget(job, i);
+            all = alarm = true;
+        }
+    }
+    /* The first run at a size known only from before the job changed replaces what was
+     * known: that was a stand-in until a run could tell. */
+    if (was_stale && end != BSO_RUN_PASSED) {
+        bso_bs_clear_epochs(s);
+        s->status = BSO_BS_UNTRIED; /* set below from this run */
+    }
+    if (s->runs == 0 && epochs >= 2 && s->first_epoch_cost > 0) {
+        s->warm_first_sum += s->first_epoch_cost;
+        s->warm_steady_sum += (cost - s->first_epoch_cost) / (double)(epochs - 1);
+    }
+    s->total_runs++;
+    s->total_successes += reached;
+    s->runs++;
+    s->cost_sum += cost;
+    s->epochs_sum += (double)epochs;
+    if (reached && s->prior_epochs > 0) { /* the transferred prior joins as one run */
+        bso_bs_add_epochs(s, s->prior_epochs, job->spec.window_size);
+        s->prior_epochs = 0;
+    }
+    if (reached) {
+        bso_bs_add_epochs(s, (double)epochs, job->spec.window_size);
+        s->status = BSO_BS_GOOD;
+    } else if (end == BSO_RUN_KILLED && (double)epochs > s->censored_epochs) {
+        s->censored_epochs = (double)epochs;
+    }
+    if (!reached && s->status != BSO_BS_GOOD) {
+        /* A run stopped for its cost that showed the change was held to a best from before
+         * it: it proves only that the size needs more epochs than it ran (censored_epochs),
+         * not that it is worse than the sizes the search goes on from, so it stays open
+         * instead of bounding the search. */
+        const bool stopped_by_stale_best = end == BSO_RUN_KILLED && alarm;
+        s->status = end == BSO_RUN_PASSED || stopped_by_stale_best ? BSO_BS_PASSED
+                    : end == BSO_RUN_KILLED                        ? BSO_BS_KILLED
+                                                                   : BSO_BS_FAILED;
+    }
+    return all;
+}

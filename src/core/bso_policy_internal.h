@@ -1,0 +1,51 @@
+/*
+ * Shared between the files of the bso policy only (bso_size.c, bso_estimate.c, bso_search.c,
+ * bso_change.c, bso_policy.c); everyone else goes through bso_policy.h. Size i is an index
+ * into the job's batch sizes; nothing here allocates or keeps a pointer.
+ */
+#ifndef BSO_CORE_BSO_POLICY_INTERNAL_H
+#define BSO_CORE_BSO_POLICY_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bso_job;
+struct bso_bs_stat;
+
+/* A run whose cost per epoch is this factor off its size's (either way) shows a new level: the
+ * data set grew, the cluster changed. Measurement noise of time and energy is far smaller. */
+#define BSO_PER_EPOCH_SHIFT 1.25
+
+/* bso_size.c: one size's epochs to the target. */
+double bso_bs_mean_epochs(const struct bso_bs_stat *s);
+/* One more run that reached in e epochs, within a window of the last w runs (0: all). */
+void bso_bs_add_epochs(struct bso_bs_stat *s, double e, int64_t w);
+/* Forgets every run's epochs (not its cost per epoch). */
+void bso_bs_clear_epochs(struct bso_bs_stat *s);
+
+/* bso_estimate.c: what the policy knows and expects of size i. */
+bool bso_policy_usable(const struct bso_job *job, size_t i); /* fits, does not keep crashing */
+bool bso_policy_fresh(const struct bso_job *job, size_t i);  /* reached since the last change */
+bool bso_policy_stale(const struct bso_job *job, size_t i);  /* reached only before it */
+bool bso_policy_transferred(const struct bso_job *job);      /* holds another job's epochs */
+bool bso_policy_rechecked(const struct bso_job *job, size_t i);
+double bso_policy_warm_up(const struct bso_job *job);
+double bso_policy_epochs_bound(const struct bso_job *job, size_t i);
+double bso_policy_epochs_estimate(const struct bso_job *job, size_t i);
+double bso_policy_judged_epochs(const struct bso_job *job, size_t i);
+double bso_policy_passed_epochs(const struct bso_job *job, size_t i);
+double bso_policy_sample_cost(const struct bso_job *job, size_t i);
+/* Each size's posterior mean and sd of log epochs (NAN where none reached), and the pooled
+ * run-to-run variance of log epochs. Arrays of n_batch_sizes. */
+void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *sd_log, double *cv2);
+
+/* bso_search.c */
+bool bso_policy_open_size(const struct bso_job *job, size_t i);
+/* The next size to probe around the best size g (expected cost best_cost), or -1. */
+int bso_policy_explore(const struct bso_job *job, int g, double best_cost);
+
+/* bso_policy.c */
+bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in this recurrence */
+
+#endif

@@ -1,0 +1,140 @@
+/* The bso policy's exploration: a unimodal search in log2(batch size) around the best size,
+ * probing a size only when its possible saving repays the probe (docs/policy.md, "The bso
+ * policy", item 2). */
+#include "core/bso_policy.h"
+
+#include <math.h>
+
+#include "core/bso_policy_internal.h"
+#include "core/job.h"
+
+/* Fewest recurrences assumed still to come when weighing a probe against its saving. */
+#define MIN_HORIZON 10.0
+/* How many one-epoch probes a passed-over size gets in all, so the search always ends. */
+#define MAX_PROBES 3
+
+/* Sizes the search may still try: never tried, or passed over after one epoch (a few times). */
+bool bso_policy_open_size(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    return bso_policy_usable(job, i) && !bso_policy_struck(job, i) &&
+           (s->status == BSO_BS_UNTRIED || (s->status == BSO_BS_PASSED && s->runs < MAX_PROBES));
+}
+
+/* The open size whose log2 is closest to `target` among indices in [from, to]; -1 if none. */
+static int closest_open(const struct bso_job *job, int from, int to, double target)
+{
+    int best = -1;
+    for (int k = from; k <= to; k++) {
+        if (!bso_policy_open_size(job, (size_t)k))
+            continue;
+        double d = fabs(log2((double)job->spec.batch_sizes[k]) - target);
+        if (best < 0 || d < fabs(log2((double)job->spec.batch_sizes[best]) - target))
+            best = k;
+    }
+    return best;
+}
+
+/* What probing size c is worth against best_cost: its possible saving over the recurrences still
+ * expected, less about one epoch of it; false when it cannot beat best_cost or does not repay. */
+static bool probe_gain(const struct bso_job *job, int c, double best_cost, double *gain)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    const double per = bso_policy_epoch_cost(job, (size_t)c);
+    /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
+     * per epoch is known, so by the central estimate, as at its go/no-go. */
+    const double optimistic = job->stats[c].status == BSO_BS_PASSED
+                                  ? bso_policy_passed_epochs(job, (size_t)c) * per
+                                  : bso_policy_epochs_bound(job, (size_t)c) * per;
+    /* Worth a probe only if its possible saving over the recurrences still expected (as
+     * many again as so far, at least MIN_HORIZON) repays about one epoch of it: the probe's
+     * first epoch then measures its real cost per epoch (see bso_policy_decide). */
+    double runs = 0;
+    for (int k = 0; k < n; k++)
+        runs += (double)job->stats[k].successes;
+    const double horizon = runs > MIN_HORIZON ? runs : MIN_HORIZON;
+    /* No best to beat (every size that reached just failed): the cheapest-looking goes. */
+    *gain = isinf(best_cost) ? -optimistic : (best_cost - optimistic) * horizon - per;
+    return optimistic < best_cost && (isinf(best_cost) || *gain > 0);
+}
+
+/* The untried size nearest (in log2) halfway between g and the nearest size on side dir that has
+ * run, or -1 when none lies between or none has run. */
+static int halfway_to_ran(const struct bso_job *job, int g, int dir)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    int ran = g + dir;
+    while (ran >= 0 && ran < n && job->stats[ran].runs == 0)
+        ran += dir;
+    if (ran < 0 || ran >= n)
+        return -1;
+    const double mid =
+        (log2((double)job->spec.batch_sizes[g]) + log2((double)job->spec.batch_sizes[ran])) / 2;
+    int best = -1;
+    for (int k = g + dir; k != ran; k += dir)
+        if (bso_policy_open_size(job, (size_t)k) && job->stats[k].status == BSO_BS_UNTRIED &&
+            (best < 0 || fabs(log2((double)job->spec.batch_sizes[k]) - mid) <
+                             fabs(log2((double)job->spec.batch_sizes[best]) - mid)))
+            best = k;
+    return best;
+}
+
+/* The next size to explore around the best one g, or -1. Each side offers one candidate: the
+ * bisection point of the bracket (g, nearest tried size on that side) when there is one, else
+ * an expansion one octave out, or two when the last step that way found the best. */
+int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    const double xg = log2((double)job->spec.batch_sizes[g]);
+    int pick = -1;
+    double pick_gain = 0;
+    for (int dir = -1; dir <= 1; dir += 2) {
+        /* The nearest tried size on this side, or past the end. Sizes that cannot run (unfit,
+         * infeasible) are as good as absent: they bound nothing. */
+        int edge = g + dir;
+        while (edge >= 0 && edge < n &&
+               (bso_policy_open_size(job, (size_t)edge) || !bso_policy_usable(job, (size_t)edge)))
+            edge += dir;
+        const int from = dir < 0 ? edge + 1 : g + 1, to = dir < 0 ? g - 1 : edge - 1;
+        if (from > to)
+            continue;
+        double target;
+        if (edge >= 0 && edge < n) {
+            target = (xg + log2((double)job->spec.batch_sizes[edge])) / 2; /* bisect */
+        } else {
+            /* Expand: two octaves when a size beyond the best, on the other side, was
+             * already passed (the search moved this way), else one. A size known only from
+             * before the job changed was not passed by the search since: the search starts
+             * again from the best size since, and steps one octave. */
+            int passed = 0;
+            for (int k = g - dir; k >= 0 && k < n; k -= dir)
+                passed |= bso_policy_usable(job, (size_t)k) &&
+                          !bso_policy_open_size(job, (size_t)k) &&
+                          !bso_policy_stale(job, (size_t)k);
+            target = xg + dir * (passed ? 2.0 : 1.0);
+        }
+        int c = closest_open(job, from, to, target);
+        if (c < 0)
+            continue;
+        double gain;
+        bool pays = probe_gain(job, c, best_cost, &gain);
+        if (!pays && !(edge >= 0 && edge < n) && bso_policy_transferred(job)) {
+            /* A transferred job's sizes were not tried by a search moving one way on this
+             * hardware, and its costs per epoch are another GPU's until measured here: an
+             * expansion that does not repay gives way to the untried size halfway to the
+             * nearest size that ran on that side. */
+            const int half = halfway_to_ran(job, g, dir);
+            if (half >= 0) {
+                c = half;
+                pays = probe_gain(job, c, best_cost, &gain);
+            }
+        }
+        if (!pays)
+            continue;
+        if (pick < 0 || gain > pick_gain) {
+            pick = c;
+            pick_gain = gain;
+        }
+    }
+    return pick;
+}
