@@ -594,6 +594,36 @@ static void test_search_steps_one_octave_after_a_change(void **state)
     bso_job_clear(&job);
 }
 
+/* 64 (8 epochs) needs 10 from some point on: its first such runs only raise its
+ * CUSUM, and 128 reaches as usual after each; a later run at 64 raises the alarm. 128's runs
+ * since 64's previous run are known from after the change and are kept whole; the sizes known
+ * only from before weigh as one run. */
+static void test_change_keeps_the_runs_since_the_alarm_size_last_reached(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 0, 4, 6, 300, 5);   /* 16, long ago */
+    set_reached(&job, 2, 20, 8, 100, 20); /* 64, the best */
+    set_reached(&job, 3, 10, 12, 70, 15); /* 128 */
+    int64_t at_128 = 10;
+    for (job.last_trial_number = 21;; job.last_trial_number++) {
+        assert_true(job.last_trial_number < 40);
+        bso_policy_observe(&job, 2, 10 * 100, 10, BSO_RUN_REACHED);
+        if (any_change_mark(&job))
+            break;
+        job.last_trial_number++;
+        bso_policy_observe(&job, 3, 12 * 70, 12, BSO_RUN_REACHED);
+        at_128++;
+    }
+    assert_true(at_128 > 10); /* the alarm took more than one run */
+    assert_int_equal(job.stats[3].successes, at_128);
+    assert_true(job.stats[3].success_mark >= job.stats[3].change_mark); /* not stale */
+    assert_int_equal(job.stats[0].successes, 1);
+    assert_true(job.stats[0].success_mark < job.stats[0].change_mark);
+    bso_job_clear(&job);
+}
+
 /* 64 reached ten times in 8 epochs and has just failed (64 and 128 measured: 100 and 66.7 a
  * epoch, so 225 extrapolated at 16; 256 does not fit). The recurrence needs a model now, so
  * the open sizes are ranked by what they are expected to cost: 128, 8 x 2^0.5 epochs at 66.7
@@ -791,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
         cmocka_unit_test(test_search_steps_one_octave_after_a_change),
+        cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_window_size_bounds_memory),

@@ -43,11 +43,11 @@ static double failure_evidence(const struct bso_bs_stat *s, bool reached)
 /* The job changed (size i's runs said so): what was learnt before weighs as one run per size,
  * so the runs to come decide; sizes ruled out are open to the search again, each with its
  * measured cost per epoch; size i starts over from the run that showed the change. */
-static void forget(struct bso_job *job, size_t i)
+static void forget(struct bso_job *job, size_t i, double since)
 {
-    /* The change came after size i last reached: a size that reached since (and has not
-     * failed since) is known from after it, and keeps what it knows. */
-    const double since = job->stats[i].success_mark;
+    /* The change came after size i last reached before this run (`since`): a size that
+     * reached since (and has not failed since) is known from after it, and keeps what it
+     * knows. */
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         struct bso_bs_stat *s = &job->stats[k];
         const double measured = bso_bs_cost_per_epoch(s);
@@ -114,6 +114,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     s->crashes = 0; /* it reported: whatever ended earlier runs, this one ran */
     /* Failing marks a size that ran out of epochs, or one that used to reach; an exploring
      * run stopped for its cost may still reach, and marks nothing. */
+    const double reached_before = s->success_mark;
     if (reached)
         s->success_mark = (double)job->last_trial_number;
     else if (end == BSO_RUN_FAILED || s->successes > 0)
@@ -131,7 +132,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->drift_fail = fmax(0, s->drift_fail + failure_evidence(s, reached));
         if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM ||
             s->drift_fail > FAIL_ALARM) {
-            forget(job, i);
+            forget(job, i, reached_before);
             all = alarm = true;
         }
     }
