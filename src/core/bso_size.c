@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "core/bso_policy_internal.h"
-#include "core/job.h"
 
 double bso_bs_cost_per_epoch(const struct bso_bs_stat *s)
 {
