@@ -23,11 +23,11 @@ def dataset(n):
     return TensorDataset(torch.arange(n))
 
 
-# Workers start from a fork server: a single-threaded process with torch imported. Forking the
-# test process itself, which has threads (torch's, the previous loader's queue feeders), left a
-# worker stuck in about one run in thirty under ASan (in 90 runs; none in 120 without ASan): a
-# child can inherit a lock another thread held at the fork. How the workers start does not
-# change what the sampler does.
+# Workers (and the Manager below) start from a fork server: a single-threaded process with
+# torch imported. Forking the test process itself, which has threads (torch's, the previous
+# loader's queue feeders), left a worker stuck in about one run in thirty under ASan (in 90
+# runs; none in 120 without ASan): a child can inherit a lock another thread held at the fork.
+# How the workers start does not change what the sampler does.
 WORKER_START = mp.get_context("forkserver")
 WORKER_START.set_forkserver_preload(["torch"])
 
@@ -156,7 +156,7 @@ def _rank(rank, port, n, out):
 class DataParallel(unittest.TestCase):
     def test_two_ranks_same_sizes_disjoint_shards(self):
         n = 301
-        with mp.Manager() as m:
+        with WORKER_START.Manager() as m:
             out = m.dict()
             mp.spawn(_rank, args=(_free_port(), n, out), nprocs=2, join=True)
             a, b = out[0], out[1]
