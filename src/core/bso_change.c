@@ -173,3 +173,13 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     }
     return all;
 }
+
+int64_t bso_policy_change_trial(const struct bso_job *job)
+{
+    /* A change marks every size that did not reach since it with the trial that found it, and
+     * those that did with an earlier one (forget). */
+    double changed = 0;
+    for (size_t i = 0; job->spec.policy == BSO_POLICY_BSO && i < job->spec.n_batch_sizes; i++)
+        changed = job->stats[i].change_mark > changed ? job->stats[i].change_mark : changed;
+    return (int64_t)changed;
+}

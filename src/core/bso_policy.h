@@ -103,6 +103,10 @@ double bso_policy_epoch_cost(const struct bso_job *job, size_t i);
 void bso_policy_set_profile(struct bso_job *job, size_t i, double samples_per_s,
                             double joules_per_sample);
 
+/* The job's trial number when the bso policy last found that the job changed (bso_policy_observe);
+ * 0 when it never has, or the job is under another policy. */
+int64_t bso_policy_change_trial(const struct bso_job *job);
+
 /* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size);
 

@@ -241,12 +241,10 @@ static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso
     } else {
         jb_null(b);
     }
-    double changed = 0;
-    for (size_t i = 0; job->spec.policy == BSO_POLICY_BSO && i < job->spec.n_batch_sizes; i++)
-        changed = job->stats[i].change_mark > changed ? job->stats[i].change_mark : changed;
+    const int64_t changed = bso_policy_change_trial(job);
     jb_key(b, "change_detected_at_trial");
     if (changed > 0)
-        jb_int(b, (int64_t)changed);
+        jb_int(b, changed);
     else
         jb_null(b);
     return 0;

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "bso/client.h"
 #include "bso/error.h"
 #include "core/bso_policy.h"
@@ -132,6 +134,13 @@ static int local_power(void *ctx, int64_t bs, const struct bso_power_point *poin
     return 0;
 }
 
+static int local_change_trial(void *ctx, int64_t *trial)
+{
+    const struct local *l = ctx;
+    *trial = bso_policy_change_trial(&l->job);
+    return 0;
+}
+
 static void local_close(void *ctx)
 {
     struct local *l = ctx;
@@ -249,6 +258,26 @@ static int remote_transfer(void *ctx, void *from_ctx)
     return 0;
 }
 
+static int remote_change_trial(void *ctx, int64_t *trial)
+{
+    struct remote *r = ctx;
+    char path[BSO_CLIENT_ID_MAX + 16];
+    snprintf(path, sizeof path, "/jobs/%s", r->job_id);
+    if (bso_client_get(r->c, path) < 0) {
+        snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
+        return -1;
+    }
+    json_error_t jerr;
+    json_t *job = json_loads(bso_client_body(r->c), 0, &jerr);
+    const json_t *at = json_object_get(job, "change_detected_at_trial");
+    *trial = json_is_integer(at) ? (int64_t)json_integer_value(at) : 0;
+    const int rc = job ? 0 : -1;
+    if (!job)
+        snprintf(r->err, 512, "GET %s: not JSON (%s)", path, jerr.text);
+    json_decref(job);
+    return rc;
+}
+
 static void remote_close(void *ctx)
 {
     struct remote *r = ctx;
@@ -309,6 +338,7 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
                                    .end_trial = local_end_trial,
                                    .transfer = local_transfer,
                                    .power = local_power,
+                                   .change_trial = local_change_trial,
                                    .close = local_close};
         l->err = drv->err;
         return 0;
@@ -339,6 +369,7 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
                                .end_trial = remote_end_trial,
                                .transfer = remote_transfer,
                                .power = remote_power,
+                               .change_trial = remote_change_trial,
                                .close = remote_close};
     r->err = drv->err;
     r->keep = opt->keep_jobs;

@@ -21,6 +21,7 @@ static void add_phase(struct sim_phase_cell *c, const struct sim_phase_result *r
     c->stopped += (double)r->stopped / (double)r->n * per_seed;
     c->lag += (double)r->lag * per_seed;
     c->never += r->lag == r->n;
+    c->changes_found += r->changes_found;
 }
 
 int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
@@ -110,8 +111,19 @@ void sim_print_table(const struct sim_plan *p, FILE *f)
             log_o += log(vs_oracle(p, c));
             log_b += log(vs_base(p, c));
         }
-        fprintf(f, "%-14s %-6s %-13s %10.4f %10.4f\n\n", "geomean", "", name,
+        fprintf(f, "%-14s %-6s %-13s %10.4f %10.4f\n", "geomean", "", name,
                 exp(log_o / (double)p->n_jobs), exp(log_b / (double)p->n_jobs));
+        if (p->arms[a].policy == BSO_POLICY_BSO) {
+            int64_t found = 0;
+            for (size_t j = 0; j < p->n_jobs; j++)
+                for (size_t k = 0; k < p->cells[j][a].n_phases; k++)
+                    found += p->cells[j][a].phase[k].changes_found;
+            fprintf(f, "%-14s %-6s %-13s changes found: %lld in %lld jobs%s\n", "", "", name,
+                    (long long)found,
+                    (long long)(p->n_jobs * (size_t)(p->seed_last - p->seed_first + 1)),
+                    sim_plan_changes(p) ? "" : " (the traces do not change: false alarms)");
+        }
+        fputc('\n', f);
     }
 }
 
@@ -122,8 +134,8 @@ bool sim_plan_changes(const struct sim_plan *p)
 
 void sim_print_changes(const struct sim_plan *p, FILE *f)
 {
-    fprintf(f, "%-14s %-6s %-13s %5s %9s %11s %9s %8s %7s\n", "workload", "gpu", "policy", "phase",
-            "from", "vs oracle", "no model", "stopped", "lag");
+    fprintf(f, "%-14s %-6s %-13s %5s %9s %11s %9s %8s %7s %7s\n", "workload", "gpu", "policy",
+            "phase", "from", "vs oracle", "no model", "stopped", "lag", "found");
     for (size_t a = 0; a < p->n_arms; a++) {
         char name[32];
         arm_name(p, a, name, sizeof name);
@@ -139,9 +151,10 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
                 snprintf(lag, sizeof lag, ph->never ? "%.1f*" : "%.1f", ph->lag);
                 snprintf(ratio, sizeof ratio, isfinite(ph->ratio) ? "%.4f" : "unreachable",
                          ph->ratio);
-                fprintf(f, "%-14s %-6s %-13s %5zu %9lld %11s %9lld %8.2f %7s\n",
+                fprintf(f, "%-14s %-6s %-13s %5zu %9lld %11s %9lld %8.2f %7s %7lld\n",
                         p->jobs[j].w.dataset, p->jobs[j].gpu, name, k, (long long)ph->first + 1,
-                        ratio, (long long)ph->no_model, ph->stopped, lag);
+                        ratio, (long long)ph->no_model, ph->stopped, lag,
+                        (long long)ph->changes_found);
                 if (k > 0 && !isfinite(ph->ratio)) {
                     unreachable++;
                 } else if (k > 0) {
@@ -169,7 +182,8 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
     }
     fprintf(f,
             "(lag: recurrences until sizes within %.0f%% of the phase's oracle trained %d in a "
-            "row; * some seeds never did, counted as the whole phase)\n",
+            "row; * some seeds never did, counted as the whole phase; found: changes the policy "
+            "found in the phase, over all seeds)\n",
             (SIM_NEAR_OPTIMAL - 1) * 100, SIM_SETTLED_RUN);
 }
 
@@ -290,7 +304,7 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
             return -1;
         fprintf(ch, "workload,gpu,policy,power,phase,first_recurrence,recurrences,oracle_cost,"
                     "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile,"
-                    "move,optimum\n");
+                    "move,optimum,changes_found\n");
         for (size_t a = 0; a < p->n_arms; a++)
             for (size_t j = 0; j < p->n_jobs; j++) {
                 const struct sim_cell *c = &p->cells[j][a];
@@ -299,12 +313,13 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
                     const struct sim_phase_cell *ph = &c->phase[k];
                     static const char *const moves[] = {"", "fresh", "transfer"};
                     fprintf(ch,
-                            "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s,%lld\n",
+                            "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s,%lld,"
+                            "%lld\n",
                             p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
                             arm->jit ? "jit" : "max", k, (long long)ph->first + 1, (long long)ph->n,
                             ph->oracle, ph->ratio, (long long)ph->no_model, ph->stopped, ph->lag,
                             (long long)ph->never, arm->profile ? "probe" : "none", moves[arm->move],
-                            (long long)ph->optimum);
+                            (long long)ph->optimum, (long long)ph->changes_found);
                 }
             }
         fclose(ch);

@@ -19,14 +19,15 @@ struct sim_arm {
 
 /* One phase of one job under one (policy, power), over all seeds. */
 struct sim_phase_cell {
-    int64_t first, n; /* recurrences */
-    double oracle;    /* the phase's expected cost per recurrence at its best size */
-    int64_t optimum;  /* that size (0 when no size reaches the target) */
-    double ratio;     /* mean over seeds of (phase cost / (n x oracle)) */
-    int64_t no_model; /* recurrences without a model in time, summed over seeds */
-    double stopped;   /* runs stopped without reaching, per recurrence */
-    double lag;       /* mean over seeds */
-    int64_t never;    /* seeds that never settled on a near-optimal size in the phase */
+    int64_t first, n;      /* recurrences */
+    double oracle;         /* the phase's expected cost per recurrence at its best size */
+    int64_t optimum;       /* that size (0 when no size reaches the target) */
+    double ratio;          /* mean over seeds of (phase cost / (n x oracle)) */
+    int64_t no_model;      /* recurrences without a model in time, summed over seeds */
+    double stopped;        /* runs stopped without reaching, per recurrence */
+    double lag;            /* mean over seeds */
+    int64_t never;         /* seeds that never settled on a near-optimal size in the phase */
+    int64_t changes_found; /* times the policy found a change in the phase, summed over seeds */
 };
 
 struct sim_cell { /* one job under one (policy, power) over all seeds */

@@ -334,8 +334,9 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
             res->cost[0] += bso_cost(energy, time, opt->eta, job->max_power);
     }
     const int64_t launches = opt->launches > 0 ? opt->launches : 5;
-    size_t k = 0;      /* the phase */
-    bool dead = false; /* the policy pruned every size */
+    int64_t change_seen = 0; /* the last change the policy found, as a trial number */
+    size_t k = 0;            /* the phase */
+    bool dead = false;       /* the policy pruned every size */
     for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
         while (k + 1 < res->n_phases && r >= res->phase[k + 1].first) {
             k++;
@@ -344,6 +345,7 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
             if ((rc = move(&jobs[k], opt, &drv, err, errcap)) < 0)
                 break;
             memset(&st, 0, sizeof st); /* the new GPU's sizes: their runs counted afresh */
+            change_seen = 0;           /* and a new job, which has found nothing yet */
         }
         if (rc < 0)
             break;
@@ -374,6 +376,15 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
             }
             if (rc < 0)
                 break;
+            int64_t changed;
+            if ((rc = drv.change_trial(drv.ctx, &changed)) < 0) {
+                snprintf(err, errcap, "%s", drv.err);
+                break;
+            }
+            if (changed > change_seen) {
+                ph->changes_found++;
+                change_seen = changed;
+            }
             res->cost[r] += c;
             if (!reached) {
                 res->failed_runs++;

@@ -39,6 +39,9 @@ struct sim_driver {
      * the limits in the first epoch): points[chosen] is the limit kept. */
     int (*power)(void *ctx, int64_t bs, const struct bso_power_point *points, size_t n,
                  size_t chosen);
+    /* The trial at which the policy last found that the job changed (0: never), as GET /jobs/ID
+     * says it. */
+    int (*change_trial)(void *ctx, int64_t *trial);
     void (*close)(void *ctx);
     char err[512];
 };
@@ -72,12 +75,13 @@ struct sim_options {
 
 /* One phase of a job's life: the recurrences between two changes. */
 struct sim_phase_result {
-    int64_t first, n; /* its first recurrence (0-based) and how many */
-    double cost;      /* over its recurrences */
-    double oracle;    /* the expected cost of a recurrence at its best size */
-    int64_t optimum;  /* that size (0 when no size reaches the target) */
-    int64_t no_model; /* recurrences whose first `launches` runs trained no model */
-    int64_t stopped;  /* runs that ended without reaching the target */
+    int64_t first, n;      /* its first recurrence (0-based) and how many */
+    double cost;           /* over its recurrences */
+    double oracle;         /* the expected cost of a recurrence at its best size */
+    int64_t optimum;       /* that size (0 when no size reaches the target) */
+    int64_t no_model;      /* recurrences whose first `launches` runs trained no model */
+    int64_t stopped;       /* runs that ended without reaching the target */
+    int64_t changes_found; /* times the policy found that the job changed */
     /* Recurrences from its start until near-optimal sizes trained SIM_SETTLED_RUN recurrences
      * in a row; n when that never happened. */
     int64_t lag;

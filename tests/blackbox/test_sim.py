@@ -84,6 +84,14 @@ class Sim(unittest.TestCase):
             self.assertAlmostEqual(float(r["base_cost"]), 19000, places=3)
             for f in ("curves.csv", "regret.svg"):
                 self.assertGreater(os.path.getsize(os.path.join(d, "out", f)), 100)
+            # A job that does not change: what the bso policy finds is counted as false alarms
+            # (one line per bso arm; the zeus policy looks for no change).
+            found = [l for l in out.stdout.splitlines() if "changes found" in l]
+            self.assertEqual(len(found), 2, out.stdout)
+            for line in found:
+                self.assertIn("bso/", line)
+                self.assertRegex(line, r"changes found: \d+ in 3 jobs \(the traces do not "
+                                       r"change: false alarms\)")
 
     def test_profile_from_the_traces(self):
         """--profile probe: the probe's cost is charged to the first recurrence, the profile
@@ -234,7 +242,7 @@ class Sim(unittest.TestCase):
         the in-process ones; per-phase figures come out."""
         with Server() as srv, tempfile.TemporaryDirectory() as d:
             url = "http://127.0.0.1:%d" % srv.port
-            got = {}
+            got, found = {}, {}
             for mode, extra in (("local", []), ("http", ["--server", url])):
                 p = os.path.join(d, "%s.csv" % mode)
                 out = sim("--traces", TRACES, "--gpu", "a40", "--workload", "squad",
@@ -243,7 +251,22 @@ class Sim(unittest.TestCase):
                 self.assertEqual(out.returncode, 0, out.stderr)
                 got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"])
                              for r in decisions(p)]
+                # Changes found per phase: in process from the job, over HTTP from GET /jobs/ID.
+                found[mode] = [r["changes_found"] for r in decisions(os.path.join(d, "changes.csv"))]
             self.assertEqual(got["local"], got["http"])
+            # squad moves off the sizes that ran out of epochs without an alarm (one failure
+            # after five successes is not enough evidence); sentiment140, whose epochs double at
+            # its best sizes, raises one. Both count the same in process and over HTTP.
+            self.assertEqual(found["local"], found["http"])
+            for mode, extra in (("local", []), ("http", ["--server", url])):
+                out = sim("--traces", TRACES, "--gpu", "a40", "--workload", "sentiment140",
+                          "--policy", "bso", "--seeds", "1-2", "--recurrences", "16",
+                          "--change", "6:epochs=2@>=opt", "--out", d, *extra)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                found[mode] = [r["changes_found"] for r in decisions(os.path.join(d, "changes.csv"))]
+            self.assertEqual(found["local"], found["http"])
+            self.assertEqual(found["local"][0], "0")  # nothing changed before recurrence 6
+            self.assertGreaterEqual(int(found["local"][1]), 1)
             # After the change the sizes that used to win run out of epochs (max 6): the runs
             # that follow move elsewhere and reach.
             after = [r for r in got["local"] if int(r[1]) > 8]
@@ -311,6 +334,7 @@ class Sim(unittest.TestCase):
             self.assertAlmostEqual(float(phases[1]["oracle_cost"]), 62 / 3 * 1400, places=1)
             self.assertEqual([p["optimum"] for p in phases], ["64", "32"])
             self.assertEqual(phases[1]["no_model"], "0")
+            self.assertEqual([p["changes_found"] for p in phases], ["0", "1"])
             last = [r for r in decisions(dec) if r["outcome"] == "reached"][-10:]
             self.assertTrue(all(r["batch_size"] == "32" for r in last), last)
             self.assertLess(float(phases[1]["lag"]), 10)
