@@ -624,6 +624,38 @@ static void test_change_keeps_the_runs_since_the_alarm_size_last_reached(void **
     bso_job_clear(&job);
 }
 
+/* Both 64 and 128 need 1.25x their epochs from trial 21 on. When one raises the alarm, the other
+ * reached since the alarm size last did, so it is known from after the change; but it drifts
+ * itself, so it keeps only its runs since it began to (at their epochs), not its runs from
+ * before, and its sums start again. */
+static void test_kept_size_that_drifts_keeps_only_its_drift(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 20, 8, 100, 20); /* 64, the best */
+    set_reached(&job, 3, 10, 12, 70, 15); /* 128 */
+    int64_t since[5] = {0};
+    const double after[5] = {[2] = 10, [3] = 15};
+    size_t alarm = 0;
+    for (job.last_trial_number = 21; !alarm; job.last_trial_number++) {
+        assert_true(job.last_trial_number < 60);
+        const size_t i = job.last_trial_number % 2 ? 2 : 3;
+        bso_policy_observe(&job, i, after[i] * (i == 2 ? 100 : 70), (int64_t)after[i],
+                           BSO_RUN_REACHED);
+        since[i]++;
+        if (any_change_mark(&job))
+            alarm = i;
+    }
+    const size_t kept = alarm == 2 ? 3 : 2;
+    assert_true(since[kept] >= 1);
+    assert_int_equal(job.stats[kept].successes, since[kept]); /* not its runs from before */
+    assert_true(fabs(job.stats[kept].sum_epochs / (double)since[kept] - after[kept]) < 1e-9);
+    assert_true(job.stats[kept].success_mark >= job.stats[kept].change_mark); /* not stale */
+    assert_true(job.stats[kept].drift_up == 0 && job.stats[kept].streak_runs == 0);
+    bso_job_clear(&job);
+}
+
 /* 64 reached ten times in 8 epochs and has just failed (64 and 128 measured: 100 and 66.7 a
  * epoch, so 225 extrapolated at 16; 256 does not fit). The recurrence needs a model now, so
  * the open sizes are ranked by what they are expected to cost: 128, 8 x 2^0.5 epochs at 66.7
@@ -822,6 +854,7 @@ int main(void)
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
         cmocka_unit_test(test_search_steps_one_octave_after_a_change),
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
+        cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_window_size_bounds_memory),

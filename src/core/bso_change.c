@@ -40,6 +40,35 @@ static double failure_evidence(const struct bso_bs_stat *s, bool reached)
     return reached ? log((1 - p1) / (1 - p0)) : log(p1 / p0);
 }
 
+/* Counts a run that reached at size s in the streak of runs since its CUSUM sums were last both
+ * 0 (`was_quiet`: they were before this run), which ends when they are. */
+static void follow_streak(struct bso_bs_stat *s, bool was_quiet, double e)
+{
+    if (was_quiet || (s->drift_up <= 0 && s->drift_down <= 0))
+        s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
+    if (s->drift_up > 0 || s->drift_down > 0) {
+        s->streak_runs++;
+        s->streak_sum_epochs += e;
+        s->streak_sum_sq_epochs += e * e;
+    }
+}
+
+/* Size s reached since the change but drifts itself: only the runs of its streak are known to
+ * be from after the change, and they replace the rest (at their mean; their spread kept). */
+static void keep_streak(const struct bso_job *job, struct bso_bs_stat *s)
+{
+    const int64_t n = (int64_t)s->streak_runs;
+    const double m = s->streak_sum_epochs / s->streak_runs;
+    const double per = bso_bs_cost_per_epoch(s);
+    bso_bs_clear_epochs(s);
+    for (int64_t r = 0; r < n; r++)
+        bso_bs_add_epochs(s, m, job->spec.window_size);
+    s->sum_sq_epochs = s->streak_sum_sq_epochs;
+    s->runs = n;
+    s->epochs_sum = isfinite(per) ? (double)n * m : 0;
+    s->cost_sum = isfinite(per) ? per * (double)n * m : 0;
+}
+
 /* The job changed (size i's runs said so): what was learnt before weighs as one run per size,
  * so the runs to come decide; sizes ruled out are open to the search again, each with its
  * measured cost per epoch; size i starts over from the run that showed the change. */
@@ -47,7 +76,7 @@ static void forget(struct bso_job *job, size_t i, double since)
 {
     /* The change came after size i last reached before this run (`since`): a size that
      * reached since (and has not failed since) is known from after it, and keeps what it
-     * knows. */
+     * knows; if it drifts itself, only the runs of its drift. Its sums start again. */
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         struct bso_bs_stat *s = &job->stats[k];
         const double measured = bso_bs_cost_per_epoch(s);
@@ -58,9 +87,15 @@ static void forget(struct bso_job *job, size_t i, double since)
         if (k != i && s->successes > 0 && s->success_mark > since &&
             s->success_mark > s->fail_mark) {
             s->change_mark = since > 0 ? since : 1;
+            if ((s->drift_up > 0 || s->drift_down > 0) && s->streak_runs > 0 &&
+                s->streak_runs < (double)s->successes)
+                keep_streak(job, s);
+            s->drift_up = s->drift_down = 0;
+            s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
             continue;
         }
         s->drift_up = s->drift_down = s->drift_fail = 0;
+        s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
         s->censored_epochs = 0;
         s->change_mark = (double)job->last_trial_number;
         if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
@@ -126,8 +161,10 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     if (s->successes > 0 && !was_stale && end != BSO_RUN_PASSED) {
         if (reached) {
             const double z = surprise(job, i, (double)epochs);
+            const bool was_quiet = s->drift_up <= 0 && s->drift_down <= 0;
             s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);
             s->drift_down = fmax(0, s->drift_down - z - DRIFT_SLACK);
+            follow_streak(s, was_quiet, (double)epochs);
         }
         s->drift_fail = fmax(0, s->drift_fail + failure_evidence(s, reached));
         if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM ||

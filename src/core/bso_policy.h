@@ -63,6 +63,10 @@ struct bso_bs_stat {
     /* The same for failing to reach: the log-likelihood ratio of "it now fails often" against
      * its failure rate so far, summed over runs (a Bernoulli CUSUM). */
     double drift_fail;
+    /* The runs that reached since drift_up and drift_down were last both 0, and the sum and sum
+     * of squares of their epochs: a size drifting on its own when another raises the alarm
+     * keeps just these (bso_change.c, forget). */
+    double streak_runs, streak_sum_epochs, streak_sum_sq_epochs;
     /* The job's last trial number when this size's last run reached the target, and when
      * its last run ended without: a size that failed after the job's last success failed in
      * the recurrence that is still looking for a model. */

@@ -87,7 +87,7 @@ void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS]
 /* The change detector's fields and the plain counts (drift_up, drift_down, success_mark,
  * fail_mark, change_mark, total_runs, total_successes, drift_fail, prior_epochs), the last
  * columns of a statistics row, in order. */
-#define BSO_STAT_CHANGE 9
+#define BSO_STAT_CHANGE 12
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE]);
 /* A size's window of recent epochs (the last column) as "[e1,e2,...]", oldest first, with every
  * bit of each float; BSO_STAT_WINDOW_TEXT bytes always hold it. */

@@ -115,12 +115,13 @@ static void store_trial(struct bso_trial *dst, const struct bso_trial *src)
 static void store_stat(struct bso_bs_stat *dst, const struct bso_bs_stat *src)
 {
     *dst = *src;
-    double *f[] = {&dst->sum_epochs,       &dst->sum_sq_epochs,  &dst->min_epochs,
-                   &dst->cost_sum,         &dst->epochs_sum,     &dst->censored_epochs,
-                   &dst->first_epoch_cost, &dst->warm_first_sum, &dst->warm_steady_sum,
-                   &dst->drift_up,         &dst->drift_down,     &dst->success_mark,
-                   &dst->fail_mark,        &dst->change_mark,    &dst->total_runs,
-                   &dst->total_successes,  &dst->drift_fail,     &dst->prior_epochs};
+    double *f[] = {&dst->sum_epochs,       &dst->sum_sq_epochs,     &dst->min_epochs,
+                   &dst->cost_sum,         &dst->epochs_sum,        &dst->censored_epochs,
+                   &dst->first_epoch_cost, &dst->warm_first_sum,    &dst->warm_steady_sum,
+                   &dst->drift_up,         &dst->drift_down,        &dst->success_mark,
+                   &dst->fail_mark,        &dst->change_mark,       &dst->total_runs,
+                   &dst->total_successes,  &dst->drift_fail,        &dst->prior_epochs,
+                   &dst->streak_runs,      &dst->streak_sum_epochs, &dst->streak_sum_sq_epochs};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         *f[i] = stored(*f[i]);
 }

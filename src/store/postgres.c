@@ -172,6 +172,10 @@ static const char *const migrations[] = {
     "ALTER TABLE trial ADD COLUMN progress TEXT; -- JSON [[epoch, time, samples, mean], ...]\n",
     /* 12: the bso policy's window of each size's recent epochs (window_size) */
     "ALTER TABLE bs_stat ADD COLUMN recent_epochs TEXT NOT NULL DEFAULT ''; -- oldest first\n",
+    /* 13: the runs of each size's own drift (bso_bs_stat.streak_runs) */
+    "ALTER TABLE bs_stat ADD COLUMN streak_runs DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN streak_sum_epochs DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN streak_sum_sq_epochs DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -289,16 +293,18 @@ static const char *const stmt_sql[ST_COUNT] = {
         " min_epochs, cost_sum, epochs_sum, censored_epochs, first_epoch_cost, warm_first_sum,"
         " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
-        " drift_fail, prior_epochs, recent_epochs"
+        " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
+        " recent_epochs"
         " FROM bs_stat WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
-        " total_runs, total_successes, drift_fail, prior_epochs, recent_epochs)"
+        " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
+        " streak_sum_sq_epochs, recent_epochs)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)"
+        " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -312,7 +318,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " success_mark = EXCLUDED.success_mark, fail_mark = EXCLUDED.fail_mark,"
         " change_mark = EXCLUDED.change_mark, total_runs = EXCLUDED.total_runs,"
         " total_successes = EXCLUDED.total_successes, drift_fail = EXCLUDED.drift_fail,"
-        " prior_epochs = EXCLUDED.prior_epochs, recent_epochs = EXCLUDED.recent_epochs",
+        " prior_epochs = EXCLUDED.prior_epochs, streak_runs = EXCLUDED.streak_runs,"
+        " streak_sum_epochs = EXCLUDED.streak_sum_epochs,"
+        " streak_sum_sq_epochs = EXCLUDED.streak_sum_sq_epochs, recent_epochs = "
+        "EXCLUDED.recent_epochs",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
         " peak_memory_bytes, device, measured_at) VALUES ($1, $2, $3, $4, $5, $6, $7, " NOW_TEXT
