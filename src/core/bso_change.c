@@ -40,17 +40,17 @@ static double failure_evidence(const struct bso_bs_stat *s, bool reached)
     return reached ? log((1 - p1) / (1 - p0)) : log(p1 / p0);
 }
 
-/* Counts a run that reached at size s in the streak of runs since its CUSUM sums were last both
- * 0 (`was_quiet`: they were before this run), which ends when they are. */
-static void follow_streak(struct bso_bs_stat *s, bool was_quiet, double e)
+/* Counts a run that reached at size s (its sums just updated) in the streak of runs since its
+ * CUSUM sums were last both 0; the streak ends, and is emptied, when they are. */
+static void follow_streak(struct bso_bs_stat *s, double e)
 {
-    if (was_quiet || (s->drift_up <= 0 && s->drift_down <= 0))
+    if (s->drift_up <= 0 && s->drift_down <= 0) {
         s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
-    if (s->drift_up > 0 || s->drift_down > 0) {
-        s->streak_runs++;
-        s->streak_sum_epochs += e;
-        s->streak_sum_sq_epochs += e * e;
+        return;
     }
+    s->streak_runs++;
+    s->streak_sum_epochs += e;
+    s->streak_sum_sq_epochs += e * e;
 }
 
 /* Size s reached since the change but drifts itself: only the runs of its streak are known to
@@ -161,10 +161,9 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     if (s->successes > 0 && !was_stale && end != BSO_RUN_PASSED) {
         if (reached) {
             const double z = surprise(job, i, (double)epochs);
-            const bool was_quiet = s->drift_up <= 0 && s->drift_down <= 0;
             s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);
             s->drift_down = fmax(0, s->drift_down - z - DRIFT_SLACK);
-            follow_streak(s, was_quiet, (double)epochs);
+            follow_streak(s, (double)epochs);
         }
         s->drift_fail = fmax(0, s->drift_fail + failure_evidence(s, reached));
         if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM ||
