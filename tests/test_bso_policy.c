@@ -188,6 +188,25 @@ static void test_exploring_run_estimated_along_transferred_epochs(void **state)
     bso_job_clear(&job);
 }
 
+/* A probe at a size whose transferred epochs make it look dearer than the best once its cost per
+ * epoch is measured (12 epochs x 90 = 1080 against 1000) is not stopped at its go/no-go: what the
+ * size needed on other hardware is a prior, judged by its optimistic bound (12 x 0.71 = 8.6
+ * epochs, 772), and the run here is the re-check. It reaches in 10 epochs (900), cheaper than the
+ * best. */
+static void test_transferred_size_is_rechecked_not_prejudged(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    struct bso_trial t = first_probe(&job, 10);
+    job.stats[3].prior_epochs = 12;
+    struct bso_decision d;
+    assert_int_equal(run(&job, &t, 90, 10, &d), 10);
+    assert_true(d.converged);
+    assert_int_equal(job.stats[3].status, BSO_BS_GOOD);
+    bso_job_clear(&job);
+}
+
 static void test_exploring_run_stopped_at_beta(void **state)
 {
     (void)state;
@@ -791,11 +810,11 @@ static void test_transfer_gives_priors_not_facts(void **state)
     bso_job_clear(&old);
 }
 
-/* After a move, the old hardware's relative costs make the sizes far above the new best look
- * costly (the old GPU slowed down at large batches; the new one does not), so expanding there
- * does not pay. The untried size between the best and the size above it that ran is tried
- * instead, and it is the new optimum. (The shape of librispeech moving from an A40 to a V100.)
- */
+/* After a move, the old hardware's relative costs said 32 costs about what 64 does; here it
+ * costs far more per epoch, and its first epoch passes it over even by its optimistic bound.
+ * Below 64 nothing has reached, so the search would expand further down, to sizes whose
+ * old relative costs make them look too costly to pay. The untried size halfway between the
+ * best and the size below it that ran is tried instead, and it is the new optimum. */
 static void test_transferred_job_bisects_when_expanding_does_not_pay(void **state)
 {
     (void)state;
@@ -804,7 +823,7 @@ static void test_transferred_job_bisects_when_expanding_does_not_pay(void **stat
     const double old_per[] = {265, 157, 123, 119, 163, 228};
     static const int64_t new_sizes[] = {16, 24, 32, 48, 56, 64, 72, 96, 128, 156, 192};
     const int64_t new_epochs[] = {7, 7, 7, 7, 8, 8, 8, 8, 9, 9, 10};
-    const double new_per[] = {175, 152, 134, 120, 119, 125, 121, 118, 119, 123, 127};
+    const double new_per[] = {175, 152, 210, 120, 119, 125, 121, 118, 119, 123, 127};
     struct bso_job old, moved;
     start_with(&old, old_sizes, 6, -1);
     int64_t tried[10];
@@ -813,19 +832,22 @@ static void test_transferred_job_bisects_when_expanding_does_not_pay(void **stat
         recur(&old, old_epochs, old_per, 10, tried, &launches);
     start_with(&moved, new_sizes, 11, -1);
     assert_true(bso_policy_transfer(&moved, &old) >= 2);
-    int64_t last = 0;
-    int first48 = -1;
+    /* Every launch in order, to see what follows 32's first. */
+    int64_t launched[200], last = 0;
+    int n_launched = 0;
     for (int r = 0; r < 20; r++) {
         last = recur(&moved, new_epochs, new_per, 10, tried, &launches);
-        for (int k = 0; k < launches && first48 < 0; k++)
-            if (tried[k] == 48)
-                first48 = r;
+        for (int k = 0; k < launches; k++)
+            launched[n_launched++] = tried[k];
     }
-    /* 64, the old optimum, first (stopped or reached, it costs more here); 32 reaches in the
-     * next recurrence, and 48, halfway to 64, is probed right after it rather than after a
-     * detour through the sizes below. */
-    assert_true(first48 >= 0 && first48 <= 1);
-    assert_int_equal(last, 48); /* 7 x 120: cheaper than 32's 7 x 134 */
+    /* 64, the old optimum, first; then 32, passed over, and 48, halfway to it, right after. */
+    assert_int_equal(launched[0], 64);
+    int at32 = 0;
+    while (at32 < n_launched && launched[at32] != 32)
+        at32++;
+    assert_true(at32 < 3 && at32 + 1 < n_launched);
+    assert_int_equal(launched[at32 + 1], 48);
+    assert_int_equal(last, 48); /* 7 x 120: cheaper than 64's 8 x 125 */
     bso_job_clear(&moved);
     bso_job_clear(&old);
 }
@@ -840,6 +862,7 @@ int main(void)
         cmocka_unit_test(test_exploring_run_stopped_when_expected_to_fail),
         cmocka_unit_test(test_exploring_run_stopped_when_finishing_costs_more),
         cmocka_unit_test(test_exploring_run_estimated_along_transferred_epochs),
+        cmocka_unit_test(test_transferred_size_is_rechecked_not_prejudged),
         cmocka_unit_test(test_exploring_run_stopped_at_beta),
         cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
         cmocka_unit_test(test_profile_scales_estimates),

@@ -207,11 +207,14 @@ double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
 /* The epochs to judge an exploring size by, once its cost per epoch is known. Above every
  * size that reached the target the optimistic bound ("at least as many epochs") is close to
  * the truth, and a wrong go is soon caught by the stop rule, so it is used; elsewhere the
- * bound (proportionally fewer epochs) is loose, so the central estimate is. */
+ * bound (proportionally fewer epochs) is loose, so the central estimate is. A size known only
+ * from the job this one was transferred from is judged by its bound too: what it needed on
+ * other hardware is a prior, not a fact, and its first run here is the re-check, as a size's
+ * first run after a change is (the stop rule after it still expects the prior). */
 double bso_policy_judged_epochs(const struct bso_job *job, size_t i)
 {
     if (transferred_prior(job, i) > 0)
-        return transferred_prior(job, i);
+        return bso_policy_epochs_bound(job, i);
     if (bso_policy_rechecked(job, i))
         return bso_policy_epochs_bound(job, i);
     for (size_t a = i + 1; a < job->spec.n_batch_sizes; a++)
