@@ -146,12 +146,31 @@ static void test_exploring_run_stopped_when_expected_to_fail(void **state)
     struct bso_job job;
     start(&job);
     /* The default needs 15 of the 20 allowed epochs; one octave up is estimated at about
-     * 15 * 2^0.5 = 21 epochs, so the probe is stopped as soon as it starts. */
+     * 15 * 2^0.5 = 21 epochs. At 95 an epoch it could save at most 75 a recurrence (at 15
+     * epochs), 750 over the 10 recurrences weighed, less than running on to max_epochs would
+     * cost (19 * 95): the probe is stopped as soon as it starts. */
     struct bso_trial t = first_probe(&job, 15);
     struct bso_decision d;
-    assert_int_equal(run(&job, &t, 70, 0, &d), 1);
+    assert_int_equal(run(&job, &t, 95, 0, &d), 1);
     assert_false(d.converged);
     assert_non_null(strstr(d.message, "more than max_epochs(20)"));
+    bso_job_clear(&job);
+}
+
+/* The same probe at 50 an epoch: if it needed no more epochs than the default, it would save
+ * 750 a recurrence, 7500 over 10, far more than the 950 that running on to max_epochs risks;
+ * the estimate that it fails rests on an assumed slope, so it runs, and reaches in 14. (A
+ * default that needs 3 of 4 allowed epochs is never left for a size half as dear per epoch.) */
+static void test_exploring_run_expected_to_fail_goes_on_when_it_may_save_much(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    struct bso_trial t = first_probe(&job, 15);
+    struct bso_decision d;
+    assert_int_equal(run(&job, &t, 50, 14, &d), 14);
+    assert_true(d.converged);
+    assert_int_equal(job.stats[3].status, BSO_BS_GOOD);
     bso_job_clear(&job);
 }
 
@@ -860,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_probe_stopped_when_hopeless),
         cmocka_unit_test(test_exploring_run_goes_on_past_the_best_cost),
         cmocka_unit_test(test_exploring_run_stopped_when_expected_to_fail),
+        cmocka_unit_test(test_exploring_run_expected_to_fail_goes_on_when_it_may_save_much),
         cmocka_unit_test(test_exploring_run_stopped_when_finishing_costs_more),
         cmocka_unit_test(test_exploring_run_estimated_along_transferred_epochs),
         cmocka_unit_test(test_transferred_size_is_rechecked_not_prejudged),

@@ -4,6 +4,7 @@
 #include "core/bso_policy.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 
 #include "bso/error.h"
@@ -290,7 +291,10 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
             double left = expected - e;
             if (left < OVERDUE * e)
                 left = OVERDUE * e;
-            if (expected > (double)job->spec.max_epochs) {
+            /* Expected to fail, but a probe that may save a lot (a size much cheaper per
+             * epoch, where the estimate rests on a guessed slope) is worth a run's risk. */
+            if (expected > (double)job->spec.max_epochs &&
+                !bso_policy_risk_pays(job, i, e, per, best)) {
                 snprintf(out->message, sizeof out->message,
                          "Batch size %lld is expected to need about %.3g epochs, more than "
                          "max_epochs(%lld)",

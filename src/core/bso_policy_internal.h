@@ -42,6 +42,13 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
 
 /* bso_search.c */
 bool bso_policy_open_size(const struct bso_job *job, size_t i);
+/* The recurrences a probe's saving is counted over: as many again as the runs that reached so
+ * far (those still weighed after a change), at least MIN_HORIZON. */
+double bso_policy_horizon(const struct bso_job *job);
+/* Whether an exploring run at size i, e epochs in at `per` a epoch and expected to need more
+ * than max_epochs, may still save more over the horizon (by its optimistic bound, against the
+ * best expected cost `best`) than running on to max_epochs costs. */
+bool bso_policy_risk_pays(const struct bso_job *job, size_t i, double e, double per, double best);
 /* The next size to probe around the best size g (expected cost best_cost), or -1. */
 int bso_policy_explore(const struct bso_job *job, int g, double best_cost);
 

@@ -13,6 +13,21 @@
 /* How many one-epoch probes a passed-over size gets in all, so the search always ends. */
 #define MAX_PROBES 3
 
+double bso_policy_horizon(const struct bso_job *job)
+{
+    double runs = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        runs += (double)job->stats[k].successes;
+    return runs > MIN_HORIZON ? runs : MIN_HORIZON;
+}
+
+bool bso_policy_risk_pays(const struct bso_job *job, size_t i, double e, double per, double best)
+{
+    const double could_save =
+        (best - bso_policy_epochs_bound(job, i) * per) * bso_policy_horizon(job);
+    return could_save > ((double)job->spec.max_epochs - e) * per;
+}
+
 /* Sizes the search may still try: never tried, or passed over after one epoch (a few times). */
 bool bso_policy_open_size(const struct bso_job *job, size_t i)
 {
@@ -39,22 +54,18 @@ static int closest_open(const struct bso_job *job, int from, int to, double targ
  * expected, less about one epoch of it; false when it cannot beat best_cost or does not repay. */
 static bool probe_gain(const struct bso_job *job, int c, double best_cost, double *gain)
 {
-    const int n = (int)job->spec.n_batch_sizes;
     const double per = bso_policy_epoch_cost(job, (size_t)c);
     /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
      * per epoch is known, so by the central estimate, as at its go/no-go. */
     const double optimistic = job->stats[c].status == BSO_BS_PASSED
                                   ? bso_policy_passed_epochs(job, (size_t)c) * per
                                   : bso_policy_epochs_bound(job, (size_t)c) * per;
-    /* Worth a probe only if its possible saving over the recurrences still expected (as
-     * many again as so far, at least MIN_HORIZON) repays about one epoch of it: the probe's
-     * first epoch then measures its real cost per epoch (see bso_policy_decide). */
-    double runs = 0;
-    for (int k = 0; k < n; k++)
-        runs += (double)job->stats[k].successes;
-    const double horizon = runs > MIN_HORIZON ? runs : MIN_HORIZON;
-    /* No best to beat (every size that reached just failed): the cheapest-looking goes. */
-    *gain = isinf(best_cost) ? -optimistic : (best_cost - optimistic) * horizon - per;
+    /* Worth a probe only if its possible saving over the recurrences still expected repays
+     * about one epoch of it: the probe's first epoch then measures its real cost per epoch
+     * (see bso_policy_decide). No best to beat (every size that reached just failed): the
+     * cheapest-looking goes. */
+    *gain =
+        isinf(best_cost) ? -optimistic : (best_cost - optimistic) * bso_policy_horizon(job) - per;
     return optimistic < best_cost && (isinf(best_cost) || *gain > 0);
 }
 
