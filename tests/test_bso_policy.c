@@ -632,6 +632,31 @@ static void test_search_steps_one_octave_after_a_change(void **state)
     bso_job_clear(&job);
 }
 
+/* 128 was the best (8 epochs at 80) and 64 reached before it (9 at 100); then 128's epochs
+ * doubled, the policy found the change at 128's run, and 64 trained the model since: 64 is
+ * the best since the change, and nothing below it was tried. 128 ran as the best, not as a
+ * step of the search, so the search has not moved downward: it steps one octave, to 32, not
+ * two, to 16. */
+static void test_alarm_run_is_not_a_step_of_the_search(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 4, 9, 100, 10);
+    set_reached(&job, 3, 20, 8, 80, 21);
+    for (job.last_trial_number = 22; !any_change_mark(&job); job.last_trial_number++) {
+        assert_true(job.last_trial_number < 26);
+        bso_policy_observe(&job, 3, 16 * 80, 16, BSO_RUN_REACHED);
+    }
+    bso_policy_observe(&job, 2, 9 * 100, 9, BSO_RUN_REACHED);
+    for (size_t i = 2; i <= 3; i++) /* both reached since the change */
+        assert_true(job.stats[i].success_mark >= job.stats[i].change_mark);
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 32);
+    bso_job_clear(&job);
+}
+
 /* 64 (8 epochs) needs 10 from some point on: its first such runs only raise its
  * CUSUM, and 128 reaches as usual after each; a later run at 64 raises the alarm. 128's runs
  * since 64's previous run are known from after the change and are kept whole; the sizes known
@@ -896,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
         cmocka_unit_test(test_search_steps_one_octave_after_a_change),
+        cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),

@@ -56,6 +56,14 @@ bool bso_policy_fresh(const struct bso_job *job, size_t i)
     return s->success_mark >= s->change_mark;
 }
 
+/* Whether size i's last run is the one that found the change (the job's last change): it ran as
+ * the best, not as a step of the search. */
+bool bso_policy_raised_alarm(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    return s->change_mark > 0 && fmax(s->success_mark, s->fail_mark) == s->change_mark;
+}
+
 /* Whether size i reached the target only before the policy last found that the job changed:
  * what it knows is a stand-in until its next run. */
 bool bso_policy_stale(const struct bso_job *job, size_t i)

@@ -28,7 +28,8 @@ void bso_bs_clear_epochs(struct bso_bs_stat *s);
 bool bso_policy_usable(const struct bso_job *job, size_t i); /* fits, does not keep crashing */
 bool bso_policy_fresh(const struct bso_job *job, size_t i);  /* reached since the last change */
 bool bso_policy_stale(const struct bso_job *job, size_t i);  /* reached only before it */
-bool bso_policy_transferred(const struct bso_job *job);      /* holds another job's epochs */
+bool bso_policy_raised_alarm(const struct bso_job *job, size_t i); /* its last run found it */
+bool bso_policy_transferred(const struct bso_job *job);            /* holds another job's epochs */
 bool bso_policy_rechecked(const struct bso_job *job, size_t i);
 double bso_policy_warm_up(const struct bso_job *job);
 double bso_policy_epochs_bound(const struct bso_job *job, size_t i);

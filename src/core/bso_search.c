@@ -115,13 +115,14 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
         } else {
             /* Expand: two octaves when a size beyond the best, on the other side, was
              * already passed (the search moved this way), else one. A size known only from
-             * before the job changed was not passed by the search since: the search starts
-             * again from the best size since, and steps one octave. */
+             * before the job changed was not passed by the search since, nor was the size
+             * whose run found the change (it ran as the best): the search starts again from
+             * the best size since, and steps one octave. */
             int passed = 0;
             for (int k = g - dir; k >= 0 && k < n; k -= dir)
-                passed |= bso_policy_usable(job, (size_t)k) &&
-                          !bso_policy_open_size(job, (size_t)k) &&
-                          !bso_policy_stale(job, (size_t)k);
+                passed |=
+                    bso_policy_usable(job, (size_t)k) && !bso_policy_open_size(job, (size_t)k) &&
+                    !bso_policy_stale(job, (size_t)k) && !bso_policy_raised_alarm(job, (size_t)k);
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
         int c = closest_open(job, from, to, target);
