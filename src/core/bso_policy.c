@@ -4,7 +4,6 @@
 #include "core/bso_policy.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <stdio.h>
 
 #include "bso/error.h"
