@@ -759,12 +759,45 @@ static void test_cost_jump_does_not_stop_every_run(void **state)
     const double grown[] = {450, 270, 150, 105, 90};
     assert_int_equal(recur(&job, base_epochs, grown, 10, tried, &launches), 64);
     assert_int_equal(launches, 1);
-    /* The other sizes' costs per epoch followed the measured jump. */
+    /* The other sizes' costs per epoch followed the measured jump, as a guess. */
     assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[3]) / 70 - 1.5) < 0.01);
+    assert_true(fabs(job.stats[3].cost_shift - 1.5) < 0.01);
+    /* The next recurrence checks the guess at 128 (at its own cost it would now be the
+     * cheapest); it holds, the marks go, and 64 is the choice again. No run is stopped. */
+    assert_int_equal(recur(&job, base_epochs, grown, 10, tried, &launches), 128);
+    assert_int_equal(launches, 1);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        assert_true(job.stats[i].cost_shift == 0);
     for (int r = 0; r < 10; r++) {
         assert_int_equal(recur(&job, base_epochs, grown, 10, tried, &launches), 64);
         assert_int_equal(launches, 1);
     }
+    bso_job_clear(&job);
+}
+
+/* Only 64 got dearer per epoch (x2): the policy first takes it for the whole job's jump, then
+ * checks at 128, whose cost per epoch did not move. The guess is undone, every other size has
+ * its own cost back, and 128, now the cheapest, is the choice. Taking the jump for the whole
+ * job's for good kept 64 forever, at 1600 against 128's 980. */
+static void test_cost_jump_at_one_size_is_checked_and_undone(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 30; r++)
+        recur(&job, base_epochs, base_per, 10, tried, &launches);
+    const double local[] = {300, 180, 200, 70, 60};
+    assert_int_equal(recur(&job, base_epochs, local, 10, tried, &launches), 64);
+    assert_true(fabs(job.stats[3].cost_shift - 2) < 0.01);
+    int64_t last = 0;
+    for (int r = 0; r < 5; r++)
+        last = recur(&job, base_epochs, local, 10, tried, &launches);
+    assert_int_equal(last, 128);
+    assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[4]) / 60 - 1) < 0.01);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        assert_true(job.stats[i].cost_shift == 0);
     bso_job_clear(&job);
 }
 
@@ -926,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
+        cmocka_unit_test(test_cost_jump_at_one_size_is_checked_and_undone),
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_window_keeps_exactly_the_last_runs),
         cmocka_unit_test(test_transfer_gives_priors_not_facts),

@@ -124,19 +124,38 @@ static void forget(struct bso_job *job, size_t i, double since)
     }
 }
 
-/* A run's cost per epoch far off its size's shows a new level for the whole job (more data,
- * other hardware): size i takes the new level, and every other measured size is moved by the
- * same factor until its own next run says better. Returns whether it did. */
+/* A run at size i whose cost per epoch is far off its size's shows a new level: size i takes
+ * it, and on the guess that the whole job got dearer (more data, other hardware) every other
+ * measured size is moved by the same factor, marked as a guess (cost_shift). The next run at a
+ * marked size tells: if its cost per epoch is where the guess put it, the job changed as a
+ * whole and every mark is dropped; if not, the jump was size i's alone and every marked size
+ * gets its own cost back. Returns whether any size other than i changed. */
 static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_t epochs)
 {
     struct bso_bs_stat *s = &job->stats[i];
+    bool all = false;
+    if (s->cost_shift > 0 && s->epochs_sum > 0 && epochs >= 1) {
+        const double r = cost / (double)epochs / bso_bs_cost_per_epoch(s);
+        const bool whole_job = r < BSO_PER_EPOCH_SHIFT && r > 1 / BSO_PER_EPOCH_SHIFT;
+        for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+            struct bso_bs_stat *o = &job->stats[k];
+            if (o->cost_shift > 0 && !whole_job)
+                o->cost_sum /= o->cost_shift;
+            o->cost_shift = 0;
+        }
+        all = !whole_job;
+    }
     if (s->successes == 0 || epochs < 2 || !(s->epochs_sum > 0))
-        return false;
+        return all;
     const double shift = cost / (double)epochs / bso_bs_cost_per_epoch(s);
     if (!(shift > BSO_PER_EPOCH_SHIFT || shift < 1 / BSO_PER_EPOCH_SHIFT))
-        return false;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        job->stats[k].cost_sum *= shift;
+        return all;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        struct bso_bs_stat *o = &job->stats[k];
+        o->cost_sum *= shift;
+        if (k != i && o->epochs_sum > 0)
+            o->cost_shift = (o->cost_shift > 0 ? o->cost_shift : 1) * shift;
+    }
     return true;
 }
 

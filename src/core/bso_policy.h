@@ -67,6 +67,10 @@ struct bso_bs_stat {
      * of squares of their epochs: a size drifting on its own when another raises the alarm
      * keeps just these (bso_change.c, forget). */
     double streak_runs, streak_sum_epochs, streak_sum_sq_epochs;
+    /* The factor by which a jump in cost per epoch seen at another size moved this size's
+     * cost per epoch, on the guess that the whole job got dearer (more data), until a run here
+     * tells (bso_change.c, follow_epoch_cost); 0: nothing pending. */
+    double cost_shift;
     /* The job's last trial number when this size's last run reached the target, and when
      * its last run ended without: a size that failed after the job's last success failed in
      * the recurrence that is still looking for a model. */

@@ -306,6 +306,21 @@ class Sim(unittest.TestCase):
             self.assertEqual(phases[1]["first_recurrence"], "6")
             self.assertEqual(phases[1]["recurrences"], "11")
             self.assertIn("after a change", out.stdout)
+            # Only the best size's cost per epoch doubles: the policy first takes it for the
+            # whole job's jump, checks at another size, finds its cost where it was and
+            # undoes the guess (marks the server stores and reloads), then leaves 128.
+            for mode, extra in (("local", []), ("http", ["--server", url])):
+                p = os.path.join(d, "%s-time.csv" % mode)
+                out = sim("--traces", TRACES, "--gpu", "a40", "--workload", "sentiment140",
+                          "--policy", "bso", "--seeds", "1-2", "--recurrences", "16",
+                          "--change", "6:time=2@opt", "--decisions", p, "--out", d, *extra)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"])
+                             for r in decisions(p)]
+            self.assertEqual(got["local"], got["http"])
+            for seed in ("1", "2"):
+                last = [r[2] for r in got["local"] if r[0] == seed][-5:]
+                self.assertNotIn("128", last, got["local"])
 
     @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
                          "the shared traces are not beside the repository")
