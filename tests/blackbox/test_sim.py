@@ -263,6 +263,25 @@ class Sim(unittest.TestCase):
             # The replay cleans up after itself.
             self.assertEqual(srv.request("GET", "/jobs")[1]["jobs"], [])
 
+    def replay_both(self, url, d, workload, change):
+        """Replays 16 recurrences of two seeds of `workload` on the A40 with `change`, in
+        process and through the server at `url`. Returns each mode's decisions (seed, trial,
+        batch size, outcome, cost) and changes found per phase, and the last run's stdout."""
+        got, found = {}, {}
+        for mode, extra in (("local", []), ("http", ["--server", url])):
+            p = os.path.join(d, "%s.csv" % mode)
+            out = sim("--traces", TRACES, "--gpu", "a40", "--workload", workload,
+                      "--policy", "bso", "--seeds", "1-2", "--recurrences", "16",
+                      "--change", change, "--decisions", p, "--out", d, *extra)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"])
+                         for r in decisions(p)]
+            # Changes found per phase: in process from the job, over HTTP from GET /jobs/ID.
+            found[mode] = [r["changes_found"] for r in decisions(os.path.join(d, "changes.csv"))]
+        self.assertEqual(got["local"], got["http"])
+        self.assertEqual(found["local"], found["http"])
+        return got["local"], found["local"], out.stdout
+
     @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
                          "the shared traces are not beside the repository")
     def test_change_replayed_identically_over_http(self):
@@ -271,56 +290,30 @@ class Sim(unittest.TestCase):
         the in-process ones; per-phase figures come out."""
         with Server() as srv, tempfile.TemporaryDirectory() as d:
             url = "http://127.0.0.1:%d" % srv.port
-            got, found = {}, {}
-            for mode, extra in (("local", []), ("http", ["--server", url])):
-                p = os.path.join(d, "%s.csv" % mode)
-                out = sim("--traces", TRACES, "--gpu", "a40", "--workload", "squad",
-                          "--policy", "bso", "--seeds", "1-2", "--recurrences", "16",
-                          "--change", "6:epochs=2@<=opt", "--decisions", p, "--out", d, *extra)
-                self.assertEqual(out.returncode, 0, out.stderr)
-                got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"])
-                             for r in decisions(p)]
-                # Changes found per phase: in process from the job, over HTTP from GET /jobs/ID.
-                found[mode] = [r["changes_found"] for r in decisions(os.path.join(d, "changes.csv"))]
-            self.assertEqual(got["local"], got["http"])
             # squad moves off the sizes that ran out of epochs without an alarm (one failure
             # after five successes is not enough evidence); sentiment140, whose epochs double at
             # its best sizes, raises one. Both count the same in process and over HTTP.
-            self.assertEqual(found["local"], found["http"])
-            for mode, extra in (("local", []), ("http", ["--server", url])):
-                out = sim("--traces", TRACES, "--gpu", "a40", "--workload", "sentiment140",
-                          "--policy", "bso", "--seeds", "1-2", "--recurrences", "16",
-                          "--change", "6:epochs=2@>=opt", "--out", d, *extra)
-                self.assertEqual(out.returncode, 0, out.stderr)
-                found[mode] = [r["changes_found"] for r in decisions(os.path.join(d, "changes.csv"))]
-            self.assertEqual(found["local"], found["http"])
-            self.assertEqual(found["local"][0], "0")  # nothing changed before recurrence 6
-            self.assertGreaterEqual(int(found["local"][1]), 1)
+            got, _, _ = self.replay_both(url, d, "squad", "6:epochs=2@<=opt")
+            _, found, stdout = self.replay_both(url, d, "sentiment140", "6:epochs=2@>=opt")
+            self.assertEqual(found[0], "0")  # nothing changed before recurrence 6
+            self.assertGreaterEqual(int(found[1]), 1)
             # After the change the sizes that used to win run out of epochs (max 6): the runs
             # that follow move elsewhere and reach.
-            after = [r for r in got["local"] if int(r[1]) > 8]
+            after = [r for r in got if int(r[1]) > 8]
             self.assertTrue(any(r[3] == "reached" for r in after))
             with open(os.path.join(d, "changes.csv")) as f:
                 phases = list(csv.DictReader(f))
             self.assertEqual([p["phase"] for p in phases], ["0", "1"])
             self.assertEqual(phases[1]["first_recurrence"], "6")
             self.assertEqual(phases[1]["recurrences"], "11")
-            self.assertIn("after a change", out.stdout)
+            self.assertIn("after a change", stdout)
             # Only the best size's cost per epoch doubles: the policy first takes it for the
             # whole job's jump, checks at another size, finds its cost where it was and
             # undoes the guess (marks the server stores and reloads), then leaves 128.
-            for mode, extra in (("local", []), ("http", ["--server", url])):
-                p = os.path.join(d, "%s-time.csv" % mode)
-                out = sim("--traces", TRACES, "--gpu", "a40", "--workload", "sentiment140",
-                          "--policy", "bso", "--seeds", "1-2", "--recurrences", "16",
-                          "--change", "6:time=2@opt", "--decisions", p, "--out", d, *extra)
-                self.assertEqual(out.returncode, 0, out.stderr)
-                got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"])
-                             for r in decisions(p)]
-            self.assertEqual(got["local"], got["http"])
+            got, _, _ = self.replay_both(url, d, "sentiment140", "6:time=2@opt")
             for seed in ("1", "2"):
-                last = [r[2] for r in got["local"] if r[0] == seed][-5:]
-                self.assertNotIn("128", last, got["local"])
+                last = [r[2] for r in got if r[0] == seed][-5:]
+                self.assertNotIn("128", last, got)
 
     @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
                          "the shared traces are not beside the repository")
