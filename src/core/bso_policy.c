@@ -89,9 +89,7 @@ static int thompson(struct bso_job *job, bool all)
         const struct bso_bs_stat *s = &job->stats[i];
         /* A size made dearer only by the guess that a jump seen elsewhere was the whole
          * job's draws at its own cost: if that makes it the pick, its run tests the guess. */
-        double per = bso_bs_cost_per_epoch(s);
-        if (s->cost_shift > 1)
-            per /= s->cost_shift;
+        const double per = bso_bs_unguessed(s, bso_bs_cost_per_epoch(s));
         double draw = exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per;
         /* Its last run did not reach (and another size trained a model since): the draw adds
          * the expected waste of the next not reaching either (as likely as one failure against

@@ -19,6 +19,9 @@ struct bso_bs_stat;
 
 /* bso_size.c: one size's epochs to the target. */
 double bso_bs_mean_epochs(const struct bso_bs_stat *s);
+/* Its cost per epoch `per` without the guess that made it dearer when another size's cost
+ * jumped (cost_shift): what it is judged by until a run tests the guess. */
+double bso_bs_unguessed(const struct bso_bs_stat *s, double per);
 /* One more run that reached in e epochs, within a window of the last w runs (0: all). */
 void bso_bs_add_epochs(struct bso_bs_stat *s, double e, int64_t w);
 /* Forgets every run's epochs (not its cost per epoch). */

@@ -54,7 +54,9 @@ static int closest_open(const struct bso_job *job, int from, int to, double targ
  * expected, less about one epoch of it; false when it cannot beat best_cost or does not repay. */
 static bool probe_gain(const struct bso_job *job, int c, double best_cost, double *gain)
 {
-    const double per = bso_policy_epoch_cost(job, (size_t)c);
+    /* A size made dearer only by a guess (a jump seen elsewhere) is weighed at its own cost,
+     * as Thompson sampling draws it: a probe there tests the guess. */
+    const double per = bso_bs_unguessed(&job->stats[c], bso_policy_epoch_cost(job, (size_t)c));
     /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
      * per epoch is known, so by the central estimate, as at its go/no-go. */
     const double optimistic = job->stats[c].status == BSO_BS_PASSED

@@ -12,6 +12,11 @@ double bso_bs_cost_per_epoch(const struct bso_bs_stat *s)
     return s->epochs_sum > 0 ? s->cost_sum / s->epochs_sum : NAN;
 }
 
+double bso_bs_unguessed(const struct bso_bs_stat *s, double per)
+{
+    return s->cost_shift > 1 ? per / s->cost_shift : per;
+}
+
 double bso_bs_mean_epochs(const struct bso_bs_stat *s)
 {
     return s->sum_epochs / (double)s->successes;
