@@ -135,6 +135,9 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
     struct bso_bs_stat *s = &job->stats[i];
     bool all = false;
     if (s->cost_shift > 0 && s->epochs_sum > 0 && epochs >= 1) {
+        /* The run's raw cost per epoch: a one-epoch probe's warm-up can only make it dearer,
+         * so it never undoes a jump that was the whole job's (taking the learnt warm-up out
+         * made such probes look cheap, undid true jumps, and the marks went round). */
         const double r = cost / (double)epochs / bso_bs_cost_per_epoch(s);
         const bool whole_job = r < BSO_PER_EPOCH_SHIFT && r > 1 / BSO_PER_EPOCH_SHIFT;
         for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
