@@ -124,6 +124,16 @@ static struct bso_trial first_probe(struct bso_job *job, int64_t default_epochs)
     return t;
 }
 
+/* Runs probe t at `per` an epoch, reaching the target at epoch `reach`: the policy lets it run
+ * to the end, and 128 is a size that reached. */
+static void probe_reaches(struct bso_job *job, struct bso_trial *t, double per, int64_t reach)
+{
+    struct bso_decision d;
+    assert_int_equal(run(job, t, per, reach, &d), reach);
+    assert_true(d.converged);
+    assert_int_equal(job->stats[3].status, BSO_BS_GOOD);
+}
+
 static void test_exploring_run_goes_on_past_the_best_cost(void **state)
 {
     (void)state;
@@ -133,10 +143,7 @@ static void test_exploring_run_goes_on_past_the_best_cost(void **state)
     /* 70 per epoch passes the go/no-go (at least 10 epochs: 700 < 1000). At epoch 19 it has
      * spent 1330, more than the best, but what is spent is spent: one more epoch (70) is far
      * cheaper than a fresh run of the best (1000), so it goes on and reaches at 20. */
-    struct bso_decision d;
-    assert_int_equal(run(&job, &t, 70, 20, &d), 20);
-    assert_true(d.converged);
-    assert_int_equal(job.stats[3].status, BSO_BS_GOOD);
+    probe_reaches(&job, &t, 70, 20);
     bso_job_clear(&job);
 }
 
@@ -167,10 +174,7 @@ static void test_exploring_run_expected_to_fail_goes_on_when_it_may_save_much(vo
     struct bso_job job;
     start(&job);
     struct bso_trial t = first_probe(&job, 15);
-    struct bso_decision d;
-    assert_int_equal(run(&job, &t, 50, 14, &d), 14);
-    assert_true(d.converged);
-    assert_int_equal(job.stats[3].status, BSO_BS_GOOD);
+    probe_reaches(&job, &t, 50, 14);
     bso_job_clear(&job);
 }
 
@@ -201,9 +205,7 @@ static void test_exploring_run_estimated_along_transferred_epochs(void **state)
     struct bso_trial t = first_probe(&job, 10);
     job.stats[0].prior_epochs = 40;
     job.stats[1].prior_epochs = 20;
-    struct bso_decision d;
-    assert_int_equal(run(&job, &t, 80, 11, &d), 11);
-    assert_true(d.converged);
+    probe_reaches(&job, &t, 80, 11);
     bso_job_clear(&job);
 }
 
@@ -219,10 +221,7 @@ static void test_transferred_size_is_rechecked_not_prejudged(void **state)
     start(&job);
     struct bso_trial t = first_probe(&job, 10);
     job.stats[3].prior_epochs = 12;
-    struct bso_decision d;
-    assert_int_equal(run(&job, &t, 90, 10, &d), 10);
-    assert_true(d.converged);
-    assert_int_equal(job.stats[3].status, BSO_BS_GOOD);
+    probe_reaches(&job, &t, 90, 10);
     bso_job_clear(&job);
 }
 
