@@ -74,7 +74,12 @@ def workload(rng, name, train, power, listing):
 def main():
     if len(sys.argv) != 4:
         sys.exit("usage: tools/synthetic-traces.py OUT_DIR N SEED")
-    out, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    out = sys.argv[1]
+    try:
+        n, seed = int(sys.argv[2]), int(sys.argv[3])
+    except ValueError:
+        sys.exit("synthetic-traces: N and SEED must be whole numbers\n"
+                 "usage: tools/synthetic-traces.py OUT_DIR N SEED")
     if n < 1:
         sys.exit("synthetic-traces: N must be at least 1")
     rng = random.Random(seed)

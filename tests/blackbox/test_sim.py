@@ -113,6 +113,11 @@ class Sim(unittest.TestCase):
                                  timeout=60)
             self.assertNotEqual(bad.returncode, 0)
             self.assertIn("usage", bad.stderr)
+            bad = subprocess.run([sys.executable, tool, a, "four", "7"], capture_output=True,
+                                 text=True, timeout=60)
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn("N and SEED must be whole numbers", bad.stderr)
+            self.assertNotIn("Traceback", bad.stderr)
             out = sim("--traces", a, "--workloads", os.path.join(a, "workloads.csv"), "--gpu",
                       "g1,g2", "--policy", "bso", "--seeds", "1-3", "--recurrences", "20",
                       "--out", os.path.join(d, "out"))
