@@ -576,6 +576,79 @@ static void test_size_that_just_failed_weighs_its_failure(void **state)
     bso_job_clear(&job);
 }
 
+/* A run at size i, as trial `trial`, that ran `epochs` epochs at `per` and ended as `end`. */
+static void observe_at(struct bso_job *job, size_t i, double trial, int64_t epochs, double per,
+                       enum bso_run_end end)
+{
+    job->last_trial_number = (int64_t)trial;
+    bso_policy_observe(job, i, per * (double)epochs, epochs, end);
+}
+
+/* 64 reaches in 5 epochs (at 100: 500). 128 ran to max_epochs (20) without reaching, though
+ * a batch twice as large never needs more steps, so at most about 10 epochs: the run diverged.
+ * The search tries 128 once more (before 32, which saves less); when it diverges again, 128
+ * is not tried a third time but does not bound the search either, which goes on to 256. */
+static void test_diverged_run_is_retried_once_and_bounds_nothing(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 4, 5, 100, 4);
+    observe_at(&job, 3, 5, 20, 60, BSO_RUN_FAILED);
+    set_reached(&job, 2, 5, 5, 100, 6); /* 64 trained that recurrence's model */
+    job.last_trial_number = 6;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 128);
+    observe_at(&job, 3, 7, 20, 60, BSO_RUN_FAILED);
+    set_reached(&job, 2, 6, 5, 100, 8);
+    job.last_trial_number = 8;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 256);
+    bso_job_clear(&job);
+}
+
+/* The same, but 64 needs 8 epochs: 128 may need up to 16 and more with the spread of runs, so
+ * its run to max_epochs (20) may be what it needs. It bounds the search, which turns down (two
+ * octaves, to 16: it has moved away from 128). */
+static void test_failure_within_the_laws_bounds_the_search(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 4, 8, 100, 4);
+    observe_at(&job, 3, 5, 20, 60, BSO_RUN_FAILED);
+    set_reached(&job, 2, 5, 8, 100, 6);
+    job.last_trial_number = 6;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 16);
+    bso_job_clear(&job);
+}
+
+/* The search moves down from 128 (5 epochs at 60: 300; 256 was stopped, and bounds it above).
+ * 64 ran to max_epochs without reaching, though a smaller batch never needs more epochs than
+ * a larger one: the run diverged. That law is not counted on for a second try (a change in the
+ * job may break it), but the search looks past 64, to 32. */
+static void test_search_looks_past_a_size_whose_run_diverged(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    job.stats[4].status = BSO_BS_KILLED;
+    job.stats[4].runs = job.stats[4].total_runs = 1;
+    job.stats[4].epochs_sum = 3;
+    job.stats[4].cost_sum = 3 * 50;
+    set_reached(&job, 3, 4, 5, 60, 4);
+    observe_at(&job, 2, 5, 20, 100, BSO_RUN_FAILED);
+    set_reached(&job, 3, 5, 5, 60, 6);
+    job.last_trial_number = 6;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 32);
+    bso_job_clear(&job);
+}
+
 /* The best size's run after a change is stopped at the beta bound, which its own cost from
  * before set: that run raises the alarm, and shows only that the size now needs more epochs than
  * it ran, not that it is worse than the sizes the search goes on from. It stays open instead of
@@ -987,6 +1060,9 @@ int main(void)
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
+        cmocka_unit_test(test_diverged_run_is_retried_once_and_bounds_nothing),
+        cmocka_unit_test(test_failure_within_the_laws_bounds_the_search),
+        cmocka_unit_test(test_search_looks_past_a_size_whose_run_diverged),
         cmocka_unit_test(test_search_steps_one_octave_after_a_change),
         cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),

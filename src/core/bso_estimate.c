@@ -116,6 +116,65 @@ bool bso_policy_rechecked(const struct bso_job *job, size_t i)
     return (job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i);
 }
 
+/* The relative spread of a size's epochs-to-target from run to run, as a variance of log
+ * epochs, pooled over sizes (each run beyond a size's first is one degree of freedom), with
+ * PRIOR_CV worth PRIOR_RUNS runs. */
+static double pooled_cv2(const struct bso_job *job)
+{
+    double sq = PRIOR_RUNS * PRIOR_CV * PRIOR_CV, dof = PRIOR_RUNS;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        const struct bso_bs_stat *s = &job->stats[i];
+        if (s->successes < 2)
+            continue;
+        const double m = bso_bs_mean_epochs(s);
+        const double ss = s->sum_sq_epochs - (double)s->successes * m * m;
+        sq += ss > 0 ? ss / (m * m) : 0;
+        dof += (double)(s->successes - 1);
+    }
+    return sq / dof;
+}
+
+/* Whether size i's runs since the job last changed ended without reaching the target after
+ * more epochs than a size that reached since allows it to need. Two laws bound a size's epochs
+ * from above: a larger batch never needs more optimizer steps (E(a) <= E(b) a/b from a smaller
+ * size b), and a larger batch needs at least as many epochs (E(a) <= E(b) from a larger one).
+ * The second rests on sizes behaving alike, which a change may break, so after one only the
+ * first holds (as for bso_policy_epochs_bound); with steps_only, only the first. Each allows
+ * two spreads of margin for b's mean and the run's noise (never below PRIOR_CV: integer
+ * epochs make the pooled spread look tighter than runs are). Such a run diverged (a bad seed,
+ * a loss spike): it says nothing about the epochs the size needs. */
+static bool diverged(const struct bso_job *job, size_t i, bool steps_only)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    if (s->successes > 0 || (s->status != BSO_BS_FAILED && s->status != BSO_BS_KILLED))
+        return false;
+    const double ran =
+        s->status == BSO_BS_FAILED ? (double)job->spec.max_epochs : s->censored_epochs;
+    const double cv2 = fmax(pooled_cv2(job), PRIOR_CV * PRIOR_CV);
+    const bool epochs_law = !steps_only && !(s->change_mark > 0);
+    const double a = (double)job->spec.batch_sizes[i];
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const struct bso_bs_stat *r = &job->stats[k];
+        const double b = (double)job->spec.batch_sizes[k];
+        if (k == i || r->successes == 0 || !bso_policy_fresh(job, k) || (b > a && !epochs_law))
+            continue;
+        const double margin = exp(2 * sqrt(cv2 * (1 + 1 / (double)r->successes)));
+        if (bso_bs_mean_epochs(r) * fmax(1, a / b) * margin < ran)
+            return true;
+    }
+    return false;
+}
+
+bool bso_policy_diverged(const struct bso_job *job, size_t i)
+{
+    return diverged(job, i, false);
+}
+
+bool bso_policy_diverged_in_steps(const struct bso_job *job, size_t i)
+{
+    return diverged(job, i, true);
+}
+
 /* A lower bound on the epochs size i needs: a larger batch needs at least as many epochs as a
  * smaller one, and a smaller batch at least proportionally fewer than a larger one. With few
  * noisy runs per size, the first bound takes the fewest epochs seen at any smaller size (the
@@ -148,7 +207,8 @@ double bso_policy_epochs_bound(const struct bso_job *job, size_t i)
     const double prior = transferred_prior(job, i);
     if (prior > 0)
         lb = prior * exp(-sqrt(PRIOR_CV * PRIOR_CV + TRANSFER_CV * TRANSFER_CV));
-    if (job->stats[i].censored_epochs + 1 > lb && job->stats[i].censored_epochs > 0)
+    if (job->stats[i].censored_epochs + 1 > lb && job->stats[i].censored_epochs > 0 &&
+        !bso_policy_diverged(job, i))
         lb = job->stats[i].censored_epochs + 1;
     return lb;
 }
@@ -195,7 +255,8 @@ double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
          * stopped count with what those runs proved (more than they ran), so a failed probe
          * bends the fit; sizes known only from the job this one was transferred from, with
          * what they needed there (the same workload). */
-        const double proved = sa->censored_epochs > 0 ? sa->censored_epochs + 1 : 0;
+        const double proved =
+            sa->censored_epochs > 0 && !bso_policy_diverged(job, a) ? sa->censored_epochs + 1 : 0;
         const double prior = transferred_prior(job, a);
         if (sa->successes == 0 && !(proved > 0) && !(prior > 0))
             continue;
@@ -338,20 +399,7 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
                           double *cv2_out)
 {
     const size_t n = job->spec.n_batch_sizes;
-    /* The relative spread of a size's epochs-to-target from run to run, pooled over sizes
-     * (each run beyond a size's first is one degree of freedom), with PRIOR_CV worth
-     * PRIOR_RUNS runs. */
-    double sq = PRIOR_RUNS * PRIOR_CV * PRIOR_CV, dof = PRIOR_RUNS;
-    for (size_t i = 0; i < n; i++) {
-        const struct bso_bs_stat *s = &job->stats[i];
-        if (s->successes < 2)
-            continue;
-        const double m = bso_bs_mean_epochs(s);
-        const double ss = s->sum_sq_epochs - (double)s->successes * m * m;
-        sq += ss > 0 ? ss / (m * m) : 0;
-        dof += (double)(s->successes - 1);
-    }
-    const double cv2 = sq / dof;
+    const double cv2 = pooled_cv2(job);
     /* Sizes share a smooth curve of epochs against batch size: a line in log-log, weighted
      * by runs, over the sizes that reached the target (curve_point). */
     struct line_fit fit = {0};

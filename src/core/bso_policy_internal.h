@@ -34,6 +34,11 @@ bool bso_policy_stale(const struct bso_job *job, size_t i);  /* reached only bef
 bool bso_policy_raised_alarm(const struct bso_job *job, size_t i); /* its last run found it */
 bool bso_policy_transferred(const struct bso_job *job);            /* holds another job's epochs */
 bool bso_policy_rechecked(const struct bso_job *job, size_t i);
+/* Its runs since the change did not reach, after more epochs than a size that reached since
+ * allows it to need: by either law (a larger batch needs at least as many epochs, and no more
+ * steps), or by the second alone, which a change in the job does not break. */
+bool bso_policy_diverged(const struct bso_job *job, size_t i);
+bool bso_policy_diverged_in_steps(const struct bso_job *job, size_t i);
 double bso_policy_warm_up(const struct bso_job *job);
 double bso_policy_epochs_bound(const struct bso_job *job, size_t i);
 double bso_policy_epochs_estimate(const struct bso_job *job, size_t i);

@@ -12,6 +12,8 @@
 #define MIN_HORIZON 10.0
 /* How many one-epoch probes a passed-over size gets in all, so the search always ends. */
 #define MAX_PROBES 3
+/* How many runs a size whose run diverged gets again. */
+#define MAX_RETRIES 1
 
 double bso_policy_horizon(const struct bso_job *job)
 {
@@ -28,12 +30,23 @@ bool bso_policy_risk_pays(const struct bso_job *job, size_t i, double e, double 
     return could_save > ((double)job->spec.max_epochs - e) * per;
 }
 
-/* Sizes the search may still try: never tried, or passed over after one epoch (a few times). */
+/* Sizes the search may still try: never tried, passed over after one epoch (a few times), or
+ * whose run diverged beyond what a smaller size's steps allow (once more: some seeds diverge
+ * at any size). */
 bool bso_policy_open_size(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *s = &job->stats[i];
     return bso_policy_usable(job, i) && !bso_policy_struck(job, i) &&
-           (s->status == BSO_BS_UNTRIED || (s->status == BSO_BS_PASSED && s->runs < MAX_PROBES));
+           (s->status == BSO_BS_UNTRIED || (s->status == BSO_BS_PASSED && s->runs < MAX_PROBES) ||
+            (s->runs <= MAX_RETRIES && bso_policy_diverged_in_steps(job, i)));
+}
+
+/* Whether size i bounds the search on its side: it was tried and may not be again, and what
+ * its runs showed is about its epochs (a size whose runs diverged is as good as absent). */
+static bool bounds_search(const struct bso_job *job, int i)
+{
+    return bso_policy_usable(job, (size_t)i) && !bso_policy_open_size(job, (size_t)i) &&
+           !bso_policy_diverged(job, (size_t)i);
 }
 
 /* The open size whose log2 is closest to `target` among indices in [from, to]; -1 if none. */
@@ -102,11 +115,10 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
     int pick = -1;
     double pick_gain = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
-        /* The nearest tried size on this side, or past the end. Sizes that cannot run (unfit,
-         * infeasible) are as good as absent: they bound nothing. */
+        /* The nearest size on this side that bounds the search (bounds_search), or past the
+         * end. */
         int edge = g + dir;
-        while (edge >= 0 && edge < n &&
-               (bso_policy_open_size(job, (size_t)edge) || !bso_policy_usable(job, (size_t)edge)))
+        while (edge >= 0 && edge < n && !bounds_search(job, edge))
             edge += dir;
         const int from = dir < 0 ? edge + 1 : g + 1, to = dir < 0 ? g - 1 : edge - 1;
         if (from > to)
