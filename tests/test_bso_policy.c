@@ -91,6 +91,31 @@ static void test_max_epochs_fail_then_smaller_sizes(void **state)
     bso_job_clear(&job);
 }
 
+/* Default 256 of sizes 8..256 (half an octave apart above 16; cost per epoch falling as the
+ * square root of the size), and nothing reaches the target at 256, 192 or 96: the first step
+ * goes to the next smaller size, the second an octave below the lowest tried, the third two
+ * octaves (a galloping search), so that 24 runs fourth, not sixth. The sizes the steps
+ * skipped stay open to the search that goes on from 24, which reaches. */
+static void test_failing_default_gallops_down(void **state)
+{
+    (void)state;
+    static const int64_t sizes[] = {8, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+    struct bso_job job;
+    start_with(&job, sizes, 10, -1);
+    job.spec.default_batch_size = 256;
+    static const int64_t expected[] = {256, 192, 96, 24};
+    struct bso_decision d;
+    for (size_t k = 0; k < 4; k++) {
+        struct bso_trial t = predict_ok(&job);
+        assert_int_equal(t.batch_size, expected[k]);
+        run(&job, &t, 2000 / sqrt((double)t.batch_size), k < 3 ? 0 : 10, &d);
+        assert_int_equal(d.converged, k == 3);
+    }
+    for (size_t k = 3; k <= 5; k++) /* 32, 48, 64: skipped, not ruled out */
+        assert_int_equal(job.stats[k].status, BSO_BS_UNTRIED);
+    bso_job_clear(&job);
+}
+
 static void test_probe_stopped_when_hopeless(void **state)
 {
     (void)state;
@@ -1041,6 +1066,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_first_and_success),
         cmocka_unit_test(test_max_epochs_fail_then_smaller_sizes),
+        cmocka_unit_test(test_failing_default_gallops_down),
         cmocka_unit_test(test_probe_stopped_when_hopeless),
         cmocka_unit_test(test_exploring_run_goes_on_past_the_best_cost),
         cmocka_unit_test(test_exploring_run_stopped_when_expected_to_fail),

@@ -191,6 +191,37 @@ static int transferred_start(const struct bso_job *job)
     return best;
 }
 
+/* Before any size has reached the target: the next size below the default d to try. The first
+ * step is to the next smaller size, the second one octave below the lowest size tried, and
+ * each later step twice as far as the one before (a galloping search for the largest size
+ * that reaches), so that a default many sizes above it is left in a few failed runs, each up
+ * to max_epochs, rather than one size at a time. What the steps skipped stays open: the search
+ * climbs back from the first size that reaches, and if none below the lowest tried is left,
+ * bso_policy_choose tries the skipped ones. -1 when no size below the lowest tried is untried. */
+static int gallop_down(const struct bso_job *job, int d)
+{
+    int lowest = d, tried = 0;
+    for (int k = d; k >= 0; k--)
+        if (job->stats[k].status != BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k)) {
+            lowest = k;
+            tried++;
+        }
+    int next = -1;
+    for (int k = lowest - 1; k >= 0 && next < 0; k--)
+        if (job->stats[k].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k))
+            next = k;
+    if (next < 0 || tried < 2)
+        return next;
+    const double target = log2((double)job->spec.batch_sizes[lowest]) - ldexp(1, tried - 2);
+    int best = next;
+    for (int k = next; k >= 0; k--)
+        if (job->stats[k].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k) &&
+            fabs(log2((double)job->spec.batch_sizes[k]) - target) <
+                fabs(log2((double)job->spec.batch_sizes[best]) - target))
+            best = k;
+    return best;
+}
+
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
 {
     const struct bso_job_spec *sp = &job->spec;
@@ -217,12 +248,17 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
             return 0;
         }
         /* Nothing reached the target yet: the default first, then smaller sizes (they need
-         * fewer epochs), then larger ones. */
+         * fewer epochs; gallop_down), then larger ones. */
         if (job->stats[d].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)d)) {
             *batch_size = sp->batch_sizes[d];
             return 0;
         }
-        for (int k = d - 1; k >= 0; k--)
+        const int step = gallop_down(job, d);
+        if (step >= 0) {
+            *batch_size = sp->batch_sizes[step];
+            return 0;
+        }
+        for (int k = d - 1; k >= 0; k--) /* below the default, what the steps skipped */
             if (job->stats[k].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k)) {
                 *batch_size = sp->batch_sizes[k];
                 return 0;
