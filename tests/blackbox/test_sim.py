@@ -2,6 +2,7 @@
 the real traces (Zeus's policy), and identical decisions in-process and over HTTP."""
 import csv
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -126,6 +127,25 @@ class Sim(unittest.TestCase):
             self.assertEqual(len(rows), 8)
             for r in rows:
                 self.assertGreater(float(r["ratio_vs_oracle"]), 0.8, r)
+
+    def test_synthetic_figures(self):
+        """tools/synthetic-figures.sh makes a set per seed, replays it and prints one table row
+        each: the bso policy's geometric mean against the oracle, its worst cell, and the
+        recurrences without a model."""
+        tool = os.path.join(HERE, "..", "..", "tools", "synthetic-figures.sh")
+        build = os.path.dirname(os.path.abspath(shutil.which(SIM) or SIM))
+        out = subprocess.run(["bash", tool, build, "7", "8"], capture_output=True, text=True,
+                             timeout=600)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rows = [line.split("|")[1:-1] for line in out.stdout.splitlines()
+                if line.startswith("| 7 ") or line.startswith("| 8 ")]
+        self.assertEqual(len(rows), 2, out.stdout)
+        for seed, geo, worst, no_model in rows:
+            self.assertGreaterEqual(float(geo), 1.0)
+            self.assertGreaterEqual(float(worst.split()[0]), float(geo))
+            self.assertIn("syn", worst)
+            self.assertGreaterEqual(int(no_model), 0)
+        self.assertNotEqual(rows[0][1:], rows[1][1:])  # two seeds, two different sets
 
     def test_profile_from_the_traces(self):
         """--profile probe: the probe's cost is charged to the first recurrence, the profile
