@@ -1,6 +1,7 @@
 /* BSO's own policy: which batch size runs next (search, Thompson sampling, rescue within a
  * recurrence) and when a run stops; see bso_policy.h and docs/policy.md. The rest of the
- * policy: bso_size.c, bso_estimate.c, bso_search.c, bso_change.c. */
+ * policy: bso_size.c, bso_estimate.c, bso_epoch_cost.c, bso_posterior.c, bso_search.c,
+ * bso_change.c. */
 #include "core/bso_policy.h"
 
 #include <math.h>

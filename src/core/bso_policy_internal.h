@@ -1,6 +1,7 @@
 /*
- * Shared between the files of the bso policy only (bso_size.c, bso_estimate.c, bso_search.c,
- * bso_change.c, bso_policy.c); everyone else goes through bso_policy.h. Size i is an index
+ * Shared between the files of the bso policy only (bso_size.c, bso_estimate.c,
+ * bso_epoch_cost.c, bso_posterior.c, bso_search.c, bso_change.c, bso_policy.c); everyone else
+ * goes through bso_policy.h. Size i is an index
  * into the job's batch sizes; nothing here allocates or keeps a pointer.
  */
 #ifndef BSO_CORE_BSO_POLICY_INTERNAL_H
@@ -16,6 +17,9 @@ struct bso_bs_stat;
 /* A run whose cost per epoch is this factor off its size's (either way) shows a new level: the
  * data set grew, the cluster changed. Measurement noise of time and energy is far smaller. */
 #define BSO_PER_EPOCH_SHIFT 1.25
+/* The spread of epochs-to-target from run to run, relative to the mean, assumed before any
+ * size has two runs (and never less, when judging a run that did not reach). */
+#define BSO_PRIOR_CV 0.15
 
 /* bso_size.c: one size's epochs to the target. */
 double bso_bs_mean_epochs(const struct bso_bs_stat *s);
@@ -28,6 +32,9 @@ void bso_bs_add_epochs(struct bso_bs_stat *s, double e, int64_t w);
 void bso_bs_clear_epochs(struct bso_bs_stat *s);
 
 /* bso_estimate.c: what the policy knows and expects of size i. */
+/* The epochs size i needed in the job this one was transferred from, while it has not reached
+ * here; 0 otherwise. */
+double bso_policy_transferred_prior(const struct bso_job *job, size_t i);
 bool bso_policy_usable(const struct bso_job *job, size_t i); /* fits, does not keep crashing */
 bool bso_policy_fresh(const struct bso_job *job, size_t i);  /* reached since the last change */
 bool bso_policy_stale(const struct bso_job *job, size_t i);  /* reached only before it */
@@ -39,15 +46,29 @@ bool bso_policy_rechecked(const struct bso_job *job, size_t i);
  * steps), or by the second alone, which a change in the job does not break. */
 bool bso_policy_diverged(const struct bso_job *job, size_t i);
 bool bso_policy_diverged_in_steps(const struct bso_job *job, size_t i);
-double bso_policy_warm_up(const struct bso_job *job);
 double bso_policy_epochs_bound(const struct bso_job *job, size_t i);
 double bso_policy_epochs_estimate(const struct bso_job *job, size_t i);
 double bso_policy_judged_epochs(const struct bso_job *job, size_t i);
 double bso_policy_passed_epochs(const struct bso_job *job, size_t i);
+
+/* bso_epoch_cost.c: what an epoch costs (bso_policy_epoch_cost in bso_policy.h). */
+double bso_policy_warm_up(const struct bso_job *job);
 double bso_policy_sample_cost(const struct bso_job *job, size_t i);
+
+/* bso_posterior.c */
+/* The pooled run-to-run variance of log epochs. */
+double bso_policy_pooled_cv2(const struct bso_job *job);
 /* Each size's posterior mean and sd of log epochs (NAN where none reached), and the pooled
  * run-to-run variance of log epochs. Arrays of n_batch_sizes. */
 void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *sd_log, double *cv2);
+/* A weighted least-squares line y = icpt + slope * x, accumulated point by point. */
+struct bso_line_fit {
+    double w, x, y, xx, xy;
+    int points;
+};
+void bso_fit_add(struct bso_line_fit *f, double x, double y, double w);
+/* The slope, or `otherwise` with fewer than two distinct x. */
+double bso_fit_slope(const struct bso_line_fit *f, double otherwise);
 
 /* bso_search.c */
 bool bso_policy_open_size(const struct bso_job *job, size_t i);

@@ -1,0 +1,106 @@
+/* What one epoch at each batch size of a job costs the bso policy: measured (with the first
+ * epoch's warm-up taken out), scaled by a device profile, or interpolated between measured
+ * sizes in log space (docs/policy.md, "The bso policy", items 2 and 6). */
+#include "core/bso_policy.h"
+
+#include <math.h>
+
+#include "core/bso_policy_internal.h"
+#include "core/job.h"
+
+/* How cost per epoch is assumed to scale with batch size before two sizes are measured:
+ * (b_measured / b)^this, halfway between flat and perfect scaling. */
+#define PER_EPOCH_PRIOR_SLOPE 0.5
+
+/* How much dearer a size's first epoch is than its steady epochs, learnt from first runs that
+ * went past their first epoch (1 until there is one). */
+double bso_policy_warm_up(const struct bso_job *job)
+{
+    double first = 0, steady = 0;
+    for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
+        first += job->stats[a].warm_first_sum;
+        steady += job->stats[a].warm_steady_sum;
+    }
+    return first > 0 && steady > 0 && first > steady ? first / steady : 1;
+}
+
+/* Cost per epoch of a size, with warm-up taken out of sizes measured on first epochs only. */
+static double steady_epoch(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    const bool one_epoch_runs = s->epochs_sum > 0 && s->epochs_sum == (double)s->runs;
+    return one_epoch_runs ? bso_bs_cost_per_epoch(s) / bso_policy_warm_up(job)
+                          : bso_bs_cost_per_epoch(s);
+}
+
+/* The profile's cost of one sample at size i (the job's cost of its energy and time), or NAN
+ * when the profile does not say. */
+double bso_policy_sample_cost(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    const double eta = job->spec.eta_knob;
+    if (!(s->profile_samples_per_s > 0) || (eta > 0 && !(s->profile_joules_per_sample > 0)))
+        return NAN;
+    return eta * s->profile_joules_per_sample +
+           (1 - eta) * job->spec.max_power / s->profile_samples_per_s;
+}
+
+void bso_policy_set_profile(struct bso_job *job, size_t i, double samples_per_s,
+                            double joules_per_sample)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->profile_samples_per_s = samples_per_s > 0 ? samples_per_s : 0; /* NAN too */
+    s->profile_joules_per_sample = joules_per_sample > 0 ? joules_per_sample : 0;
+}
+
+double bso_policy_epoch_cost(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *st = job->stats;
+    if (st[i].epochs_sum > 0)
+        return steady_epoch(job, i);
+    /* A profile knows how the cost per sample changes between sizes: scale the nearest
+     * measured size (in log2) that the profile also covers. */
+    const double own = bso_policy_sample_cost(job, i);
+    if (isfinite(own)) {
+        int best = -1;
+        double best_d = INFINITY;
+        for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+            const double d =
+                fabs(log2((double)job->spec.batch_sizes[k] / (double)job->spec.batch_sizes[i]));
+            if (st[k].epochs_sum > 0 && isfinite(bso_policy_sample_cost(job, k)) && d < best_d) {
+                best = (int)k;
+                best_d = d;
+            }
+        }
+        if (best >= 0)
+            return steady_epoch(job, (size_t)best) * own /
+                   bso_policy_sample_cost(job, (size_t)best);
+    }
+    const size_t n = job->spec.n_batch_sizes;
+    int lo = -1, hi = -1;
+    for (int k = (int)i - 1; k >= 0 && lo < 0; k--)
+        if (st[k].epochs_sum > 0)
+            lo = k;
+    for (size_t k = i + 1; k < n && hi < 0; k++)
+        if (st[k].epochs_sum > 0)
+            hi = (int)k;
+    if (lo < 0 && hi < 0)
+        return NAN;
+    if (lo < 0 || hi < 0) { /* extrapolate from the two nearest on the measured side */
+        int a = lo >= 0 ? lo : hi, b = -1;
+        for (int k = a + (lo >= 0 ? -1 : 1); k >= 0 && k < (int)n && b < 0; k += lo >= 0 ? -1 : 1)
+            if (st[k].epochs_sum > 0)
+                b = k;
+        if (b < 0) /* one measured size: per-sample cost falls as batches grow, by a prior */
+            return steady_epoch(job, (size_t)a) *
+                   pow((double)job->spec.batch_sizes[a] / (double)job->spec.batch_sizes[i],
+                       PER_EPOCH_PRIOR_SLOPE);
+        lo = a < b ? a : b;
+        hi = a < b ? b : a;
+    }
+    const double x = log2((double)job->spec.batch_sizes[i]);
+    const double x0 = log2((double)job->spec.batch_sizes[lo]);
+    const double x1 = log2((double)job->spec.batch_sizes[hi]);
+    const double y0 = log(bso_bs_cost_per_epoch(&st[lo])), y1 = log(bso_bs_cost_per_epoch(&st[hi]));
+    return exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
+}
