@@ -3,8 +3,9 @@
 # hardware"): bso-sim replays every workload on both GPUs under the zeus and bso policies
 # through a fixed grid of changes, and this prints one row per scenario (the phase after the
 # change: geometric mean and worst ratio to that phase's oracle, the geometric mean over the
-# cells whose optimum the change moved, cells where bso cost more than zeus, recurrences that
-# trained no model in 5 launches), then the stationary figures.
+# cells whose optimum the change moved, cells where bso cost more than zeus (all, and those
+# whose optimum moved), recurrences that trained no model in 5 launches), then the stationary
+# figures.
 # Usage: tools/change-figures.sh [BUILD_DIR] [SEEDS]   (default build/release, 1-20)
 set -eu
 build=${1:-build/release}
@@ -35,19 +36,22 @@ for pol, move in keys:
     if pol != "bso":
         continue
     b = cells[(pol, move)]
-    worse = sum(1 for k, r in b.items() if k in zeus and
-                float(r["ratio_vs_oracle"]) > float(zeus[k]["ratio_vs_oracle"]) + 1e-9)
+    def costlier(k, r):
+        return k in zeus and float(r["ratio_vs_oracle"]) > float(zeus[k]["ratio_vs_oracle"]) + 1e-9
+    worse = sum(1 for k, r in b.items() if costlier(k, r))
+    worse_moved = sum(1 for k, r in b.items() if costlier(k, r) and moved(r))
     worst = max(b.items(), key=lambda kv: float(kv[1]["ratio_vs_oracle"]))
     name = sys.argv[1] + (" (%s)" % move if move else "")
     m = [r for r in b.values() if moved(r)]
-    print("| %s | %.4f | %.4f | %s | %.4f (%s/%s) | %d of %d | %d / %d |" % (
+    print("| %s | %.4f | %.4f | %s | %.4f (%s/%s) | %d of %d (%d of %d) | %d / %d |" % (
         name, geo(zeus.values()) if zeus else float("nan"), geo(b.values()),
         "%.4f (%d)" % (geo(m), len(m)) if m else "-",
         float(worst[1]["ratio_vs_oracle"]), worst[0][0], worst[0][1], worse, len(b),
+        worse_moved, len(m),
         sum(int(r["no_model"]) for r in zeus.values()), sum(int(r["no_model"]) for r in b.values())))
 PY
 }
-echo "| change | zeus | bso | bso where the optimum moved (cells) | bso worst | bso > zeus | no model (zeus / bso) |"
+echo "| change | zeus | bso | bso where the optimum moved (cells) | bso worst | bso > zeus (where it moved) | no model (zeus / bso) |"
 echo "|---|---|---|---|---|---|---|"
 for kind in "<=opt" ">=opt" "opt"; do
     for factor in 1.3 1.6 2.0; do
