@@ -840,6 +840,33 @@ static void test_rescue_ranks_open_sizes_by_their_estimates(void **state)
     bso_job_clear(&job);
 }
 
+/* 16 and 32 reached (8 and 16 epochs: epochs double with the size) and both just failed in
+ * this recurrence; 64 and up were never tried, and by that slope 64 would need 32 epochs, 128
+ * 64: far past max_epochs (20). No size that has not failed can be expected to reach, so the
+ * rescue hands out one of those that just failed (each may reach again) instead of a run to
+ * max_epochs at 64. With 32 reaching in 10 (epochs nearly flat), the larger sizes may reach,
+ * and one of them goes first. */
+static void test_rescue_skips_sizes_that_cannot_reach(void **state)
+{
+    (void)state;
+    for (int flat = 0; flat <= 1; flat++) {
+        struct bso_job job;
+        start(&job);
+        set_reached(&job, 0, 6, 8, 100, 10);
+        set_reached(&job, 1, 6, flat ? 10 : 16, 60, 11);
+        job.stats[0].fail_mark = 12;
+        job.stats[1].fail_mark = 13;
+        job.last_trial_number = 13;
+        int64_t got;
+        assert_int_equal(bso_policy_choose(&job, &got), 0);
+        if (flat)
+            assert_true(got >= 64);
+        else
+            assert_true(got == 16 || got == 32);
+        bso_job_clear(&job);
+    }
+}
+
 /* The data set grows: every epoch costs 1.5x at every size at once. Early stopping at beta x
  * the best cost must not kill the runs of the best size for it. */
 static void test_cost_jump_does_not_stop_every_run(void **state)
@@ -1094,6 +1121,7 @@ int main(void)
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
+        cmocka_unit_test(test_rescue_skips_sizes_that_cannot_reach),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_cost_jump_at_one_size_is_checked_and_undone),
         cmocka_unit_test(test_search_weighs_a_guessed_size_at_its_own_cost),

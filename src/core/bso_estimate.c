@@ -88,14 +88,19 @@ bool bso_policy_rechecked(const struct bso_job *job, size_t i)
     return (job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i);
 }
 
+double bso_policy_noise_margin(const struct bso_job *job, int64_t runs)
+{
+    const double cv2 = fmax(bso_policy_pooled_cv2(job), BSO_PRIOR_CV * BSO_PRIOR_CV);
+    return exp(2 * sqrt(cv2 * (1 + 1 / (double)runs)));
+}
+
 /* Whether size i's runs since the job last changed ended without reaching the target after
  * more epochs than a size that reached since allows it to need. Two laws bound a size's epochs
  * from above: a larger batch never needs more optimizer steps (E(a) <= E(b) a/b from a smaller
  * size b), and a larger batch needs at least as many epochs (E(a) <= E(b) from a larger one).
  * The second rests on sizes behaving alike, which a change may break, so after one only the
  * first holds (as for bso_policy_epochs_bound); with steps_only, only the first. Each allows
- * two spreads of margin for b's mean and the run's noise (never below BSO_PRIOR_CV: integer
- * epochs make the pooled spread look tighter than runs are). Such a run diverged (a bad seed,
+ * bso_policy_noise_margin for b's mean and the run's noise. Such a run diverged (a bad seed,
  * a loss spike): it says nothing about the epochs the size needs. */
 static bool diverged(const struct bso_job *job, size_t i, bool steps_only)
 {
@@ -104,7 +109,6 @@ static bool diverged(const struct bso_job *job, size_t i, bool steps_only)
         return false;
     const double ran =
         s->status == BSO_BS_FAILED ? (double)job->spec.max_epochs : s->censored_epochs;
-    const double cv2 = fmax(bso_policy_pooled_cv2(job), BSO_PRIOR_CV * BSO_PRIOR_CV);
     const bool epochs_law = !steps_only && !(s->change_mark > 0);
     const double a = (double)job->spec.batch_sizes[i];
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
@@ -112,8 +116,8 @@ static bool diverged(const struct bso_job *job, size_t i, bool steps_only)
         const double b = (double)job->spec.batch_sizes[k];
         if (k == i || r->successes == 0 || !bso_policy_fresh(job, k) || (b > a && !epochs_law))
             continue;
-        const double margin = exp(2 * sqrt(cv2 * (1 + 1 / (double)r->successes)));
-        if (bso_bs_mean_epochs(r) * fmax(1, a / b) * margin < ran)
+        if (bso_bs_mean_epochs(r) * fmax(1, a / b) * bso_policy_noise_margin(job, r->successes) <
+            ran)
             return true;
     }
     return false;

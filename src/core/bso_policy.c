@@ -117,10 +117,23 @@ static double optimistic_cost(const struct bso_job *job, size_t i)
  * estimate of epochs (never below its lower bound) times its cost per epoch. The optimistic
  * bound that ranks probes would send a rescue to the smallest sizes, which a batch-size-
  * proportional bound makes look cheap whatever they need. */
+static double expected_open_epochs(const struct bso_job *job, size_t i)
+{
+    return fmax(bso_policy_epochs_estimate(job, i), bso_policy_epochs_bound(job, i));
+}
+
 static double expected_open_cost(const struct bso_job *job, size_t i)
 {
-    return fmax(bso_policy_epochs_estimate(job, i), bso_policy_epochs_bound(job, i)) *
-           bso_policy_epoch_cost(job, i);
+    return expected_open_epochs(job, i) * bso_policy_epoch_cost(job, i);
+}
+
+/* Whether an open size may reach the target within max_epochs: its expected epochs (as in
+ * expected_open_cost, an estimate as good as one run) lie within max_epochs by the noise
+ * margin. A rescue past it would run to max_epochs for nothing. */
+static bool may_reach(const struct bso_job *job, size_t i)
+{
+    return expected_open_epochs(job, i) <=
+           (double)job->spec.max_epochs * bso_policy_noise_margin(job, 1);
 }
 
 /* The recurrence still needs a model and every size that reached the target failed in it (or
@@ -139,7 +152,7 @@ static int rescue(struct bso_job *job)
         double cost;
         if (s->successes > 0)
             cost = bso_bs_expected_cost(s);
-        else if (bso_policy_open_size(job, k))
+        else if (bso_policy_open_size(job, k) && may_reach(job, k))
             cost = expected_open_cost(job, k);
         else
             continue;

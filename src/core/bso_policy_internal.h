@@ -41,6 +41,10 @@ bool bso_policy_stale(const struct bso_job *job, size_t i);  /* reached only bef
 bool bso_policy_raised_alarm(const struct bso_job *job, size_t i); /* its last run found it */
 bool bso_policy_transferred(const struct bso_job *job);            /* holds another job's epochs */
 bool bso_policy_rechecked(const struct bso_job *job, size_t i);
+/* How far above an estimate of epochs resting on `runs` runs a run's epochs may lie by chance:
+ * two spreads of that estimate and of the run's own noise, the run-to-run spread never taken
+ * below BSO_PRIOR_CV (integer epochs make the pooled spread look tighter than runs are). */
+double bso_policy_noise_margin(const struct bso_job *job, int64_t runs);
 /* Its runs since the change did not reach, after more epochs than a size that reached since
  * allows it to need: by either law (a larger batch needs at least as many epochs, and no more
  * steps), or by the second alone, which a change in the job does not break. */
