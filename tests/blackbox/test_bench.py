@@ -269,6 +269,8 @@ class Bench(unittest.TestCase):
                     return self.answer(200, {"job_id": m.group(1), "stage": "Pruning",
                                              "arms": [{"batch_size": 256, "num_results": 999}]})
                 m = re.match(r"/jobs/(.*)/trials\?limit=\d+&after=(\d+)", self.path)
+                if not m or m.group(1) not in trials:  # /healthz too: the bench asks, optionally
+                    return self.answer(404, {"message": "Not found"})
                 with lock:
                     rows = [t for t in trials[m.group(1)]
                             if t["trial_number"] > int(m.group(2)) and not t.get("lost")]
