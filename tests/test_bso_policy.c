@@ -867,6 +867,27 @@ static void test_rescue_skips_sizes_that_cannot_reach(void **state)
     }
 }
 
+/* 64 was the only size that reached, until it failed run after run: the change it found clears
+ * it, and no size has reached since. The recurrence still needs a model: the rescue weighs the
+ * open sizes with no size to scale an estimate from (their bounds, here), and hands one out. */
+static void test_rescue_when_no_size_reached_since_the_change(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 10, 8, 100, 10);
+    for (int t = 11; !any_change_mark(&job); t++) {
+        assert_true(t < 20);
+        observe_at(&job, 2, t, 20, 100, BSO_RUN_FAILED);
+    }
+    for (size_t k = 0; k < job.spec.n_batch_sizes; k++)
+        assert_int_equal(job.stats[k].successes, 0);
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_true(got == 16 || got == 32 || got == 128 || got == 256);
+    bso_job_clear(&job);
+}
+
 /* The data set grows: every epoch costs 1.5x at every size at once. Early stopping at beta x
  * the best cost must not kill the runs of the best size for it. */
 static void test_cost_jump_does_not_stop_every_run(void **state)
@@ -1122,6 +1143,7 @@ int main(void)
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
         cmocka_unit_test(test_rescue_skips_sizes_that_cannot_reach),
+        cmocka_unit_test(test_rescue_when_no_size_reached_since_the_change),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_cost_jump_at_one_size_is_checked_and_undone),
         cmocka_unit_test(test_search_weighs_a_guessed_size_at_its_own_cost),

@@ -174,7 +174,8 @@ double bso_policy_epochs_bound(const struct bso_job *job, size_t i)
 /* A central estimate of the epochs size i needs: E(a) * (b / a)^s from the nearest size a (in
  * log2) that reached the target, where s is the scaling exponent fitted (least squares on
  * log epochs against log batch size) over the sizes that reached it, clamped to [0, 1] between
- * "the same epochs" and "the same steps"; 0.5 until two sizes have. It judges exploring runs
+ * "the same epochs" and "the same steps"; 0.5 until two sizes have (the epochs bound while
+ * none has, as after a change found by the only size that had). It judges exploring runs
  * (bso_policy_judged_epochs at the go/no-go, bso_policy_decide later), but where
  * bso_policy_rechecked sends them to the optimistic bso_policy_epochs_bound. */
 double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
@@ -202,6 +203,8 @@ double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
             (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x)))
             near = (int)a;
     }
+    if (near < 0) /* nothing reached (since a change cleared the size that had): no anchor */
+        return bso_policy_epochs_bound(job, i);
     double slope = bso_fit_slope(&fit, 0.5);
     slope = slope < 0 ? 0 : slope > 1 ? 1 : slope;
     const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near];
