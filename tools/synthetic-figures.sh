@@ -11,6 +11,10 @@ build=${1:-build/release}
 shift || true
 seeds=${*:-202 303}
 here=$(cd "$(dirname "$0")" && pwd)
+if [ ! -x "$build/bso-sim" ]; then
+    echo "$0: no bso-sim in $build (build it first: cmake --build --preset release)" >&2
+    exit 2
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 echo "| traces seed | bso geomean | worst cell | no model |"
