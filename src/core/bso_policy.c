@@ -113,15 +113,16 @@ static double optimistic_cost(const struct bso_job *job, size_t i)
     return bso_policy_epochs_bound(job, i) * bso_policy_epoch_cost(job, i);
 }
 
-/* What a run at open size i is expected to cost when a model is needed now: its central
- * estimate of epochs (never below its lower bound) times its cost per epoch. The optimistic
- * bound that ranks probes would send a rescue to the smallest sizes, which a batch-size-
- * proportional bound makes look cheap whatever they need. */
+/* The epochs a run at open size i is expected to need when a model is needed now: the central
+ * estimate, never below the lower bound. The optimistic bound that ranks probes would send a
+ * rescue to the smallest sizes, which a batch-size-proportional bound makes look cheap
+ * whatever they need. */
 static double expected_open_epochs(const struct bso_job *job, size_t i)
 {
     return fmax(bso_policy_epochs_estimate(job, i), bso_policy_epochs_bound(job, i));
 }
 
+/* What such a run is expected to cost: those epochs times its cost per epoch. */
 static double expected_open_cost(const struct bso_job *job, size_t i)
 {
     return expected_open_epochs(job, i) * bso_policy_epoch_cost(job, i);

@@ -41,8 +41,9 @@ bool bso_policy_open_size(const struct bso_job *job, size_t i)
             (s->runs <= MAX_RETRIES && bso_policy_diverged_in_steps(job, i)));
 }
 
-/* Whether size i bounds the search on its side: it was tried and may not be again, and what
- * its runs showed is about its epochs (a size whose runs diverged is as good as absent). */
+/* Whether size i bounds the search on its side: it was tried and may not be tried again, and
+ * what its runs showed is about its epochs. Sizes that cannot run (unfit, infeasible) and sizes
+ * whose runs diverged are as good as absent. */
 static bool bounds_search(const struct bso_job *job, int i)
 {
     return bso_policy_usable(job, (size_t)i) && !bso_policy_open_size(job, (size_t)i) &&
