@@ -88,10 +88,20 @@ bool bso_policy_rechecked(const struct bso_job *job, size_t i)
     return (job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i);
 }
 
+/* The spread the noise margin is made of: the pooled one, never below its prior. */
+static double margin_cv2(const struct bso_job *job)
+{
+    return fmax(bso_policy_pooled_cv2(job), BSO_PRIOR_CV * BSO_PRIOR_CV);
+}
+
+static double margin_of(double cv2, int64_t runs)
+{
+    return exp(2 * sqrt(cv2 * (1 + 1 / (double)runs)));
+}
+
 double bso_policy_noise_margin(const struct bso_job *job, int64_t runs)
 {
-    const double cv2 = fmax(bso_policy_pooled_cv2(job), BSO_PRIOR_CV * BSO_PRIOR_CV);
-    return exp(2 * sqrt(cv2 * (1 + 1 / (double)runs)));
+    return margin_of(margin_cv2(job), runs);
 }
 
 /* Whether size i's runs since the job last changed ended without reaching the target after
@@ -109,6 +119,7 @@ static bool diverged(const struct bso_job *job, size_t i, bool steps_only)
         return false;
     const double ran =
         s->status == BSO_BS_FAILED ? (double)job->spec.max_epochs : s->censored_epochs;
+    double cv2 = -1;
     const bool epochs_law = !steps_only && !(s->change_mark > 0);
     const double a = (double)job->spec.batch_sizes[i];
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
@@ -116,8 +127,9 @@ static bool diverged(const struct bso_job *job, size_t i, bool steps_only)
         const double b = (double)job->spec.batch_sizes[k];
         if (k == i || r->successes == 0 || !bso_policy_fresh(job, k) || (b > a && !epochs_law))
             continue;
-        if (bso_bs_mean_epochs(r) * fmax(1, a / b) * bso_policy_noise_margin(job, r->successes) <
-            ran)
+        if (cv2 < 0)
+            cv2 = margin_cv2(job); /* once, and only when a size can tell */
+        if (bso_bs_mean_epochs(r) * fmax(1, a / b) * margin_of(cv2, r->successes) < ran)
             return true;
     }
     return false;
