@@ -16,31 +16,22 @@
  * it has run: what stopping it weighs against a fresh run of the best (bso_policy_decide). */
 #define OVERDUE 0.25
 
-/* The job's last trial number when any size last reached the target. */
-static double last_success(const struct bso_job *job)
-{
-    double last = 0;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        if (job->stats[k].success_mark > last)
-            last = job->stats[k].success_mark;
-    return last;
-}
-
 /* Whether size i is not handed out again in the recurrence that is still looking for a model:
- * it failed after the job's last success, or it lies between two sizes that did (sizes
- * between two that failed likely fail too). */
+ * it failed after the job's last success (the last trial at which any size reached the
+ * target), or it lies between two sizes that did (sizes between two that failed likely fail
+ * too). One pass: the latest success, and the latest failure on each side of i. */
 bool bso_policy_struck(const struct bso_job *job, size_t i)
 {
-    const double since = last_success(job);
-    if (job->stats[i].fail_mark > since)
-        return true;
-    bool below = false, above = false;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        if (job->stats[k].fail_mark > since) {
-            below |= k < i;
-            above |= k > i;
-        }
-    return below && above;
+    double since = 0, failed_below = 0, failed_above = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const struct bso_bs_stat *s = &job->stats[k];
+        if (s->success_mark > since)
+            since = s->success_mark;
+        double *failed = k < i ? &failed_below : &failed_above;
+        if (k != i && s->fail_mark > *failed)
+            *failed = s->fail_mark;
+    }
+    return job->stats[i].fail_mark > since || (failed_below > since && failed_above > since);
 }
 
 /* The index of the size with the lowest expected cost among those that reached the target
