@@ -609,6 +609,21 @@ static void observe_at(struct bso_job *job, size_t i, double trial, int64_t epoc
     bso_policy_observe(job, i, per * (double)epochs, epochs, end);
 }
 
+/* Size `failed` ran to max_epochs (20) at `per_failed` without reaching, as trial t; size
+ * `good` had reached in `epochs` epochs at `per` (four runs) and trains that recurrence's
+ * model after it. Returns the size the policy hands out next. */
+static int64_t next_after_a_failure(struct bso_job *job, size_t failed, double per_failed,
+                                    size_t good, double epochs, double per, double t)
+{
+    set_reached(job, good, 4, epochs, per, t - 1);
+    observe_at(job, failed, t, 20, per_failed, BSO_RUN_FAILED);
+    set_reached(job, good, 5, epochs, per, t + 1);
+    job->last_trial_number = (int64_t)t + 1;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(job, &got), 0);
+    return got;
+}
+
 /* 64 reaches in 5 epochs (at 100: 500). 128 ran to max_epochs (20) without reaching, though
  * a batch twice as large never needs more steps, so at most about 10 epochs: the run diverged.
  * The search tries 128 once more (before 32, which saves less); when it diverges again, 128
@@ -618,18 +633,8 @@ static void test_diverged_run_is_retried_once_and_bounds_nothing(void **state)
     (void)state;
     struct bso_job job;
     start(&job);
-    set_reached(&job, 2, 4, 5, 100, 4);
-    observe_at(&job, 3, 5, 20, 60, BSO_RUN_FAILED);
-    set_reached(&job, 2, 5, 5, 100, 6); /* 64 trained that recurrence's model */
-    job.last_trial_number = 6;
-    int64_t got;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    assert_int_equal(got, 128);
-    observe_at(&job, 3, 7, 20, 60, BSO_RUN_FAILED);
-    set_reached(&job, 2, 6, 5, 100, 8);
-    job.last_trial_number = 8;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    assert_int_equal(got, 256);
+    assert_int_equal(next_after_a_failure(&job, 3, 60, 2, 5, 100, 5), 128);
+    assert_int_equal(next_after_a_failure(&job, 3, 60, 2, 5, 100, 7), 256);
     bso_job_clear(&job);
 }
 
@@ -641,13 +646,7 @@ static void test_failure_within_the_laws_bounds_the_search(void **state)
     (void)state;
     struct bso_job job;
     start(&job);
-    set_reached(&job, 2, 4, 8, 100, 4);
-    observe_at(&job, 3, 5, 20, 60, BSO_RUN_FAILED);
-    set_reached(&job, 2, 5, 8, 100, 6);
-    job.last_trial_number = 6;
-    int64_t got;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    assert_int_equal(got, 16);
+    assert_int_equal(next_after_a_failure(&job, 3, 60, 2, 8, 100, 5), 16);
     bso_job_clear(&job);
 }
 
@@ -664,13 +663,7 @@ static void test_search_looks_past_a_size_whose_run_diverged(void **state)
     job.stats[4].runs = job.stats[4].total_runs = 1;
     job.stats[4].epochs_sum = 3;
     job.stats[4].cost_sum = 3 * 50;
-    set_reached(&job, 3, 4, 5, 60, 4);
-    observe_at(&job, 2, 5, 20, 100, BSO_RUN_FAILED);
-    set_reached(&job, 3, 5, 5, 60, 6);
-    job.last_trial_number = 6;
-    int64_t got;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    assert_int_equal(got, 32);
+    assert_int_equal(next_after_a_failure(&job, 2, 100, 3, 5, 60, 5), 32);
     bso_job_clear(&job);
 }
 
