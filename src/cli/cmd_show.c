@@ -22,8 +22,11 @@ static void show_bs_stats(json_t *stats)
         cli_fmt_num(per, sizeof per, json_object_get(st, "cost_per_epoch"), 1);
         cli_fmt_num(cost, sizeof cost, json_object_get(st, "expected_cost"), 1);
         const int64_t bs = json_integer_value(json_object_get(st, "batch_size"));
-        printf("%10" PRId64 " %-8s %5" PRId64 " %9" PRId64 " %11s %14s %14s\n", bs,
-               cli_str(st, "status"), (int64_t)json_integer_value(json_object_get(st, "runs")),
+        /* A size whose runs diverged bounds nothing (docs/policy.md): not "failed" or "killed". */
+        const char *status =
+            json_is_true(json_object_get(st, "diverged")) ? "diverged" : cli_str(st, "status");
+        printf("%10" PRId64 " %-8s %5" PRId64 " %9" PRId64 " %11s %14s %14s\n", bs, status,
+               (int64_t)json_integer_value(json_object_get(st, "runs")),
                (int64_t)json_integer_value(json_object_get(st, "successes")), epochs, per, cost);
         json_t *e = json_object_get(st, "expected_cost");
         if (json_is_number(e) && json_number_value(e) < best_cost) {

@@ -115,6 +115,11 @@ void bso_policy_set_profile(struct bso_job *job, size_t i, double samples_per_s,
  * 0 when it never has, or the job is under another policy. */
 int64_t bso_policy_change_trial(const struct bso_job *job);
 
+/* Whether size i's runs since the job last changed all stopped without reaching, after more
+ * epochs than a size that reached since allows it to need by the scaling laws: a run that
+ * diverged (docs/policy.md, "The bso policy", rule 2), which bounds nothing. */
+bool bso_policy_diverged(const struct bso_job *job, size_t i);
+
 /* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size);
 

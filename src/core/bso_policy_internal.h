@@ -45,10 +45,9 @@ bool bso_policy_rechecked(const struct bso_job *job, size_t i);
  * two spreads of that estimate and of the run's own noise, the run-to-run spread never taken
  * below BSO_PRIOR_CV (integer epochs make the pooled spread look tighter than runs are). */
 double bso_policy_noise_margin(const struct bso_job *job, int64_t runs);
-/* Its runs since the change did not reach, after more epochs than a size that reached since
- * allows it to need: by either law (a larger batch needs at least as many epochs, and no more
- * steps), or by the second alone, which a change in the job does not break. */
-bool bso_policy_diverged(const struct bso_job *job, size_t i);
+/* bso_policy_diverged (bso_policy.h) by the second law alone (a larger batch needs no more
+ * steps), which a change in the job does not break; the first, that a larger batch needs at
+ * least as many epochs, is only counted on before any change. */
 bool bso_policy_diverged_in_steps(const struct bso_job *job, size_t i);
 double bso_policy_epochs_bound(const struct bso_job *job, size_t i);
 double bso_policy_epochs_estimate(const struct bso_job *job, size_t i);

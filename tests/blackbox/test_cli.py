@@ -83,6 +83,44 @@ class Cli(unittest.TestCase):
         self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+-\s+-\s+-\n")
         self.assertIn("best batch size so far: 64 (lowest expected cost 2300.0)", show)
 
+    def test_show_size_whose_run_diverged(self):
+        """A size whose run stopped past what the scaling laws allow (64 reached in 5 epochs, so
+        128 needs at most about 10, yet ran 18 without reaching): GET /jobs/ID marks it
+        diverged, `show` says so, and a later recurrence tries it again."""
+        spec = {"job_id": "cli-div", "job_id_prefix": "cli", "batch_sizes": [16, 32, 64, 128, 256],
+                "default_batch_size": 64, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100", "target_metric": 0.9, "max_epochs": 20, "policy": "bso"}
+        self.assertEqual(self.srv.register(spec)[0], 201)
+        per_epoch = {16: 300, 32: 180, 64: 100, 128: 50, 256: 45}
+
+        def run(reach):
+            status, t = self.srv.predict("cli-div")
+            self.assertEqual(status, 200, t)
+            bs = t["batch_size"]
+            for e in range(1, 21):
+                status, a = self.srv.report("cli-div", bs, t["trial_number"],
+                                            per_epoch[bs] * e, 0.0,
+                                            0.95 if reach.get(bs) and e >= reach[bs] else 0.1, e)
+                self.assertEqual(status, 200, a)
+                if a["stop_train"]:
+                    return bs, e, a["converged"]
+            self.fail("never stopped")
+
+        self.assertEqual(run({64: 5}), (64, 5, True))
+        bs, epochs, converged = run({})  # the first probe goes up, and never reaches
+        self.assertEqual(bs, 128)
+        self.assertFalse(converged)
+        self.assertGreater(epochs, 15)
+        stats = {s["batch_size"]: s for s in
+                 self.srv.request("GET", "/jobs/cli-div")[1]["batch_size_stats"]}
+        self.assertTrue(stats[128]["diverged"])
+        self.assertFalse(stats[64]["diverged"])
+        self.assertRegex(self.bso("show", "cli-div").stdout, r"\n\s+128 diverged\s+1\s+0\s")
+        # Later launches (64 and the smaller sizes reach; 256 does not) hand 128 out again.
+        reach = {16: 4, 32: 4, 64: 5, 128: 8}
+        launched = [run(reach)[0] for _ in range(8)]
+        self.assertIn(128, launched)
+
     def test_batch_size_over_time(self):
         """Runs that report their samples and mean batch size: `bso trials` and `bso show`
         print each epoch's batch size (a long run with its middle elided)."""
