@@ -85,7 +85,7 @@ function sizeStatus(job, bs) {
   if ((job.unfit_batch_sizes || []).includes(bs)) return 'unfit';
   if ((job.infeasible_batch_sizes || []).includes(bs)) return 'infeasible';
   const stat = (job.batch_size_stats || []).find(s => s.batch_size === bs);
-  if (stat) return stat.status;
+  if (stat) return stat.diverged ? 'diverged' : stat.status; /* bounds nothing: tried again */
   if (job.stage === 'MAB' && job.arms && !job.arms.some(a => a.batch_size === bs)) return 'pruned';
   return job.arms && job.arms.some(a => a.batch_size === bs) ? 'arm' : 'untried';
 }

@@ -1,7 +1,8 @@
 """The dashboard and /metrics against a real bso-server filled by a seeded simulation, with API
 tokens on: headless Chromium (Debian's) driven by playwright-core (tests/ui/dashboard.mjs)
 checks that the jobs list shows every job, that each job page draws its charts with the right
-number of points, that navigation works and that a browser without a token is refused;
+number of points and tags the sizes whose runs diverged, that navigation works and that a
+browser without a token is refused;
 /metrics is parsed and checked against the same workload. Screenshots are kept in
 BSO_UI_ARTIFACTS (default: a temporary directory)."""
 import json
@@ -85,6 +86,23 @@ class Dashboard(unittest.TestCase):
                     "energy": 900.0 * epoch, "metric": 0.95 if epoch == len(sizes) else 0.5,
                     "current_epoch": epoch, "samples": samples,
                     "mean_batch_size": samples / steps})
+        # A bso job whose probe at 128 ran to max_epochs though 64 reached in 5 epochs (128
+        # needs at most about 10): the run diverged, and the size table says so.
+        spec = {"job_id": "diverged-demo", "job_id_prefix": "diverged", "batch_sizes":
+                [32, 64, 128], "default_batch_size": 64, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100", "target_metric": 0.9, "max_epochs": 20, "policy": "bso"}
+        cls.call("POST", "/jobs", spec)
+        for size_reaches in ({64: 5}, {}):
+            t = cls.get("/jobs/batch_size?job_id=diverged-demo")
+            for epoch in range(1, 21):
+                a = cls.call("POST", "/report", {
+                    "job_id": "diverged-demo", "batch_size": t["batch_size"],
+                    "trial_number": t["trial_number"],
+                    "time": (100.0 if t["batch_size"] == 64 else 50.0) * epoch, "energy": 0.0,
+                    "metric": 0.95 if epoch >= size_reaches.get(t["batch_size"], 99) else 0.1,
+                    "current_epoch": epoch})
+                if a["stop_train"]:
+                    break
         cls.jobs = []
         for j in cls.get("/jobs")["jobs"]:
             job = cls.get("/jobs/" + j["job_id"])
@@ -93,6 +111,8 @@ class Dashboard(unittest.TestCase):
                              "default_batch_size": job["spec"]["default_batch_size"],
                              "power_profiles": len(job["power_profiles"]),
                              "origin": (job["transferred_from"] or {}).get("job_id"),
+                             "diverged": sum(1 for b in job.get("batch_size_stats", [])
+                                             if b["diverged"]),
                              "screenshot": j["job_id"] == "adapt-demo",
                              "progress_points": sum(len(p) for p in [
                                  t["progress"] for t in
@@ -100,6 +120,7 @@ class Dashboard(unittest.TestCase):
                                  if t["progress"]][-5:])})
         assert any(j["power_profiles"] for j in cls.jobs), "no job profiled power limits"
         assert sum(1 for j in cls.jobs if j["origin"]) == 1
+        assert [j["diverged"] for j in cls.jobs if j["job_id"] == "diverged-demo"] == [1]
 
     @classmethod
     def tearDownClass(cls):
@@ -128,7 +149,7 @@ class Dashboard(unittest.TestCase):
             if REQUIRED:
                 self.fail("chromium or playwright-core is missing (%s, %s)" % (CHROMIUM, MODULES))
             self.skipTest("no chromium or playwright-core here")
-        self.assertEqual(len(self.jobs), 7)
+        self.assertEqual(len(self.jobs), 8)
         self.assertEqual([j["progress_points"] for j in self.jobs if j["progress_points"]], [7])
         out_dir = os.environ.get("BSO_UI_ARTIFACTS") or tempfile.mkdtemp(prefix="bso-ui-")
         os.makedirs(out_dir, exist_ok=True)
