@@ -113,28 +113,16 @@ static double expected_open_epochs(const struct bso_job *job, size_t i)
     return fmax(bso_policy_epochs_estimate(job, i), bso_policy_epochs_bound(job, i));
 }
 
-/* What such a run is expected to cost: those epochs times its cost per epoch. */
-static double expected_open_cost(const struct bso_job *job, size_t i)
-{
-    return expected_open_epochs(job, i) * bso_policy_epoch_cost(job, i);
-}
-
-/* Whether an open size may reach the target within max_epochs: its expected epochs (as in
- * expected_open_cost, an estimate as good as one run) lie within max_epochs by the noise
- * margin. A rescue past it would run to max_epochs for nothing. */
-static bool may_reach(const struct bso_job *job, size_t i)
-{
-    return expected_open_epochs(job, i) <=
-           (double)job->spec.max_epochs * bso_policy_noise_margin(job, 1);
-}
-
 /* The recurrence still needs a model and every size that reached the target failed in it (or
  * the job changed and none has reached since): the size most likely to be cheap that is not
  * struck out in it, one that reached judged by its expected cost, an open one by its expected
- * cost from the estimates (expected_open_cost). Else the least bad of those that failed. -1
- * when nothing can run. */
+ * epochs (expected_open_epochs) times its cost per epoch. An open size whose expected epochs
+ * pass max_epochs by more than the noise margin of an estimate resting on one run cannot be
+ * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
+ * of those that failed. -1 when nothing can run. */
 static int rescue(struct bso_job *job)
 {
+    const double reachable = (double)job->spec.max_epochs * bso_policy_noise_margin(job, 1);
     int best = -1;
     double best_cost = INFINITY;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
@@ -142,12 +130,16 @@ static int rescue(struct bso_job *job)
         if (!bso_policy_usable(job, k) || bso_policy_struck(job, k))
             continue;
         double cost;
-        if (s->successes > 0)
+        if (s->successes > 0) {
             cost = bso_bs_expected_cost(s);
-        else if (bso_policy_open_size(job, k) && may_reach(job, k))
-            cost = expected_open_cost(job, k);
-        else
+        } else if (bso_policy_open_size(job, k)) {
+            const double epochs = expected_open_epochs(job, k);
+            if (epochs > reachable)
+                continue;
+            cost = epochs * bso_policy_epoch_cost(job, k);
+        } else {
             continue;
+        }
         if (best < 0 || cost < best_cost) {
             best = (int)k;
             best_cost = cost;
