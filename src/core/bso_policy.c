@@ -189,6 +189,12 @@ static int transferred_start(const struct bso_job *job)
     return best;
 }
 
+/* Whether size k may run and has not yet (before any size reached: the sizes still to try). */
+static bool untried(const struct bso_job *job, int k)
+{
+    return job->stats[k].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k);
+}
+
 /* Before any size has reached the target: the next size below the default d to try. The first
  * step is to the next smaller size, the second one octave below the lowest size tried, and
  * each later step twice as far as the one before (a galloping search for the largest size
@@ -206,16 +212,15 @@ static int gallop_down(const struct bso_job *job, int d)
         }
     int next = -1;
     for (int k = lowest - 1; k >= 0 && next < 0; k--)
-        if (job->stats[k].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k))
+        if (untried(job, k))
             next = k;
     if (next < 0 || tried < 2)
         return next;
     const double target = log2((double)job->spec.batch_sizes[lowest]) - ldexp(1, tried - 2);
     int best = next;
     for (int k = next; k >= 0; k--)
-        if (job->stats[k].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k) &&
-            fabs(log2((double)job->spec.batch_sizes[k]) - target) <
-                fabs(log2((double)job->spec.batch_sizes[best]) - target))
+        if (untried(job, k) && fabs(log2((double)job->spec.batch_sizes[k]) - target) <
+                                   fabs(log2((double)job->spec.batch_sizes[best]) - target))
             best = k;
     return best;
 }
@@ -247,7 +252,7 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
         }
         /* Nothing reached the target yet: the default first, then smaller sizes (they need
          * fewer epochs; gallop_down), then larger ones. */
-        if (job->stats[d].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)d)) {
+        if (untried(job, d)) {
             *batch_size = sp->batch_sizes[d];
             return 0;
         }
@@ -257,12 +262,12 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
             return 0;
         }
         for (int k = d - 1; k >= 0; k--) /* below the default, what the steps skipped */
-            if (job->stats[k].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k)) {
+            if (untried(job, k)) {
                 *batch_size = sp->batch_sizes[k];
                 return 0;
             }
         for (int k = d + 1; k < n; k++)
-            if (job->stats[k].status == BSO_BS_UNTRIED && bso_policy_usable(job, (size_t)k)) {
+            if (untried(job, k)) {
                 *batch_size = sp->batch_sizes[k];
                 return 0;
             }
