@@ -609,6 +609,18 @@ static void observe_at(struct bso_job *job, size_t i, double trial, int64_t epoc
     bso_policy_observe(job, i, per * (double)epochs, epochs, end);
 }
 
+/* Size i reaches in `epochs` at `per` from trial `from` on, one run per trial, until the
+ * policy finds that the job changed (within five runs); the job's last trial is then the
+ * alarm's. */
+static void reach_until_the_alarm(struct bso_job *job, size_t i, int64_t epochs, double per,
+                                  int64_t from)
+{
+    for (int64_t t = from; !any_change_mark(job); t++) {
+        assert_true(t < from + 5);
+        observe_at(job, i, (double)t, epochs, per, BSO_RUN_REACHED);
+    }
+}
+
 /* Size `failed` ran to max_epochs (20) at `per_failed` without reaching, as trial t; size
  * `good` had reached in `epochs` epochs at `per` (four runs) and trains that recurrence's
  * model after it. Returns the size the policy hands out next. */
@@ -710,11 +722,7 @@ static void test_search_steps_one_octave_after_a_change(void **state)
     job.stats[4].runs = job.stats[4].total_runs = 1;
     job.stats[4].epochs_sum = 3;
     job.stats[4].cost_sum = 3 * 60;
-    for (int t = 22; !any_change_mark(&job); t++) {
-        assert_true(t < 26);
-        job.last_trial_number = t;
-        bso_policy_observe(&job, 2, 16 * 100, 16, BSO_RUN_REACHED);
-    }
+    reach_until_the_alarm(&job, 2, 16, 100, 22);
     assert_true(job.stats[3].successes > 0 && job.stats[3].success_mark < job.stats[3].change_mark);
     int64_t got;
     assert_int_equal(bso_policy_choose(&job, &got), 0);
@@ -734,16 +742,35 @@ static void test_alarm_run_is_not_a_step_of_the_search(void **state)
     start(&job);
     set_reached(&job, 2, 4, 9, 100, 10);
     set_reached(&job, 3, 20, 8, 80, 21);
-    for (job.last_trial_number = 22; !any_change_mark(&job); job.last_trial_number++) {
-        assert_true(job.last_trial_number < 26);
-        bso_policy_observe(&job, 3, 16 * 80, 16, BSO_RUN_REACHED);
-    }
+    reach_until_the_alarm(&job, 3, 16, 80, 22);
+    job.last_trial_number++;
     bso_policy_observe(&job, 2, 9 * 100, 9, BSO_RUN_REACHED);
     for (size_t i = 2; i <= 3; i++) /* both reached since the change */
         assert_true(job.stats[i].success_mark >= job.stats[i].change_mark);
     int64_t got;
     assert_int_equal(bso_policy_choose(&job, &got), 0);
     assert_int_equal(got, 32);
+    bso_job_clear(&job);
+}
+
+/* 128 was the best (8 epochs at 80) and 256 reached before it (12 at 60); nothing below 128
+ * was tried. Then the epochs doubled at both: 128's runs raised the alarm, and 256's first run
+ * since (24 epochs) reached but is dearer than 128 is now. 256 ran as a candidate for the best,
+ * re-checking what it knew from before, not as a step of a search moving down: the search
+ * steps one octave below 128, to 64, not two, to 32. */
+static void test_size_that_reached_since_the_change_is_not_a_step_of_the_search(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 3, 20, 8, 80, 21);
+    set_reached(&job, 4, 4, 12, 60, 10);
+    reach_until_the_alarm(&job, 3, 16, 80, 22);
+    observe_at(&job, 4, (double)job.last_trial_number + 1, 24, 60, BSO_RUN_REACHED);
+    assert_true(job.stats[4].success_mark >= job.stats[4].change_mark); /* fresh, dearer */
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 64);
     bso_job_clear(&job);
 }
 
@@ -1132,6 +1159,7 @@ int main(void)
         cmocka_unit_test(test_search_looks_past_a_size_whose_run_diverged),
         cmocka_unit_test(test_search_steps_one_octave_after_a_change),
         cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),
+        cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),

@@ -85,6 +85,16 @@ static bool probe_gain(const struct bso_job *job, int c, double best_cost, doubl
     return optimistic < best_cost && (isinf(best_cost) || *gain > 0);
 }
 
+/* Whether the search passed size k on its way to the best: k was tried and may not be tried
+ * again, and did not run as a candidate for the best after the job changed (see
+ * bso_policy_explore). */
+static bool searched_past(const struct bso_job *job, size_t k)
+{
+    const struct bso_bs_stat *s = &job->stats[k];
+    return bso_policy_usable(job, k) && !bso_policy_open_size(job, k) &&
+           !(s->change_mark > 0 && s->successes > 0) && !bso_policy_raised_alarm(job, k);
+}
+
 /* The untried size nearest (in log2) halfway between g and the nearest size on side dir that has
  * run, or -1 when none lies between or none has run. */
 static int halfway_to_ran(const struct bso_job *job, int g, int dir)
@@ -129,15 +139,14 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
             target = (xg + log2((double)job->spec.batch_sizes[edge])) / 2; /* bisect */
         } else {
             /* Expand: two octaves when a size beyond the best, on the other side, was
-             * already passed (the search moved this way), else one. A size known only from
-             * before the job changed was not passed by the search since, nor was the size
-             * whose run found the change (it ran as the best): the search starts again from
-             * the best size since, and steps one octave. */
+             * already passed (the search moved this way), else one. After the job changed,
+             * the search starts again from the best size since and steps one octave: a size
+             * known only from before was not passed by the search since, nor was the size
+             * whose run found the change, nor one that reached since (each ran as a candidate
+             * for the best, re-checking what was known before, not as a step of a search). */
             int passed = 0;
             for (int k = g - dir; k >= 0 && k < n; k -= dir)
-                passed |=
-                    bso_policy_usable(job, (size_t)k) && !bso_policy_open_size(job, (size_t)k) &&
-                    !bso_policy_stale(job, (size_t)k) && !bso_policy_raised_alarm(job, (size_t)k);
+                passed |= searched_past(job, (size_t)k);
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
         int c = closest_open(job, from, to, target);
