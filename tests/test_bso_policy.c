@@ -890,6 +890,32 @@ static void test_rescue_skips_sizes_that_cannot_reach(void **state)
 /* 64 was the only size that reached, until it failed run after run: the change it found clears
  * it, and no size has reached since. The recurrence still needs a model: the rescue weighs the
  * open sizes with no size to scale an estimate from (their bounds, here), and hands one out. */
+/* 64 reached at trial 1, then no run reaches: while a size may still train the model (tried
+ * sizes that did not fail since, open sizes expected to reach within max_epochs) the target is
+ * not out of reach; once 16, 64 and 256 failed (32 and 128 lie between failures) it is, since
+ * trial 1, three trials on. The policy still hands out a size, and a success ends it. */
+static void test_target_out_of_reach(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 1, 8, 100, 1);
+    int64_t since = -1, got;
+    observe_at(&job, 2, 2, 20, 100, BSO_RUN_FAILED);
+    assert_int_equal(bso_policy_out_of_reach(&job, &since), 0);
+    assert_int_equal(since, 1);
+    observe_at(&job, 0, 3, 20, 300, BSO_RUN_FAILED);
+    assert_int_equal(bso_policy_out_of_reach(&job, &since), 0); /* 128 and 256 may reach */
+    observe_at(&job, 4, 4, 20, 60, BSO_RUN_FAILED);
+    assert_int_equal(bso_policy_out_of_reach(&job, &since), 3);
+    assert_int_equal(since, 1);
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    observe_at(&job, 3, 5, 12, 70, BSO_RUN_REACHED);
+    assert_int_equal(bso_policy_out_of_reach(&job, &since), 0);
+    assert_int_equal(since, 5);
+    bso_job_clear(&job);
+}
+
 static void test_rescue_when_no_size_reached_since_the_change(void **state)
 {
     (void)state;
@@ -1165,6 +1191,7 @@ int main(void)
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
         cmocka_unit_test(test_rescue_skips_sizes_that_cannot_reach),
         cmocka_unit_test(test_rescue_when_no_size_reached_since_the_change),
+        cmocka_unit_test(test_target_out_of_reach),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_cost_jump_at_one_size_is_checked_and_undone),
         cmocka_unit_test(test_search_weighs_a_guessed_size_at_its_own_cost),

@@ -309,6 +309,13 @@ function jobView(job, trials) {
     origin.push(el('p', { id: 'changed', class: 'muted',
       text: `The job changed: found after trial ${job.change_detected_at_trial}; what was learnt before weighs as one run per size.` }));
 
+  // No size reached the target since the last model, and none is expected to: say so first.
+  const reach = job.target_out_of_reach;
+  if (reach)
+    origin.unshift(el('p', { id: 'out-of-reach', class: 'warning',
+      text: `No batch size reached the target ${reach.since_trial ? 'since trial ' + reach.since_trial : 'since the job started'} ` +
+            `(${reach.trials} trials), and none is expected to within max_epochs: raise max_epochs or check target_metric.` }));
+
   return [el('h1', { id: 'job-title', text: job.job_id }), ...origin, cards,
           el('div', { class: 'charts' }, costChart, timeline, bsChart, ...runCharts, energy, time),
           el('h2', { text: 'Batch sizes' }), table, ...power,

@@ -166,6 +166,17 @@ int cmd_show(struct ctx *c)
         printf("the job changed: found at trial %" PRId64
                "; what was learnt before weighs as one run per size\n",
                (int64_t)json_integer_value(changed));
+    json_t *out_of_reach = json_object_get(job, "target_out_of_reach");
+    if (json_is_object(out_of_reach)) {
+        json_t *since = json_object_get(out_of_reach, "since_trial");
+        char when[48] = "since the job started";
+        if (json_is_integer(since))
+            snprintf(when, sizeof when, "since trial %" PRId64, (int64_t)json_integer_value(since));
+        printf("warning: no batch size reached the target %s (%" PRId64
+               " trials), and none is expected to within max_epochs: raise max_epochs or check "
+               "target_metric\n",
+               when, (int64_t)json_integer_value(json_object_get(out_of_reach, "trials")));
+    }
     if (json_array_size(json_object_get(job, "power_profiles")) > 0)
         show_power(json_object_get(job, "power_profiles"));
     show_recent_progress(cl, c->argv[0], json_integer_value(json_object_get(trials, "total")));

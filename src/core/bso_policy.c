@@ -120,26 +120,41 @@ static double expected_open_epochs(const struct bso_job *job, size_t i)
  * pass max_epochs by more than the noise margin of an estimate resting on one run cannot be
  * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
  * of those that failed. -1 when nothing can run. */
+/* The most epochs a run may be expected to need and still be a rescue: max_epochs, with the
+ * noise margin of an estimate resting on one run. */
+static double rescue_reach(const struct bso_job *job)
+{
+    return (double)job->spec.max_epochs * bso_policy_noise_margin(job, 1);
+}
+
+/* Whether size k may train the model a recurrence still needs (rescue): it may run, is not
+ * struck out in the recurrence, and reached the target before or is open and expected to
+ * reach it within `reach` epochs. Its expected cost then goes to *cost. */
+static bool may_rescue(const struct bso_job *job, size_t k, double reach, double *cost)
+{
+    const struct bso_bs_stat *s = &job->stats[k];
+    if (!bso_policy_usable(job, k) || bso_policy_struck(job, k))
+        return false;
+    if (s->successes > 0) {
+        *cost = bso_bs_expected_cost(s);
+        return true;
+    }
+    if (!bso_policy_open_size(job, k))
+        return false;
+    const double epochs = expected_open_epochs(job, k);
+    *cost = epochs * bso_policy_epoch_cost(job, k);
+    return epochs <= reach;
+}
+
 static int rescue(struct bso_job *job)
 {
-    const double reachable = (double)job->spec.max_epochs * bso_policy_noise_margin(job, 1);
+    const double reach = rescue_reach(job);
     int best = -1;
     double best_cost = INFINITY;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
-        const struct bso_bs_stat *s = &job->stats[k];
-        if (!bso_policy_usable(job, k) || bso_policy_struck(job, k))
-            continue;
         double cost;
-        if (s->successes > 0) {
-            cost = bso_bs_expected_cost(s);
-        } else if (bso_policy_open_size(job, k)) {
-            const double epochs = expected_open_epochs(job, k);
-            if (epochs > reachable)
-                continue;
-            cost = epochs * bso_policy_epoch_cost(job, k);
-        } else {
+        if (!may_rescue(job, k, reach, &cost))
             continue;
-        }
         if (best < 0 || cost < best_cost) {
             best = (int)k;
             best_cost = cost;
@@ -167,6 +182,25 @@ static int rescue(struct bso_job *job)
         }
     }
     return best;
+}
+
+int64_t bso_policy_out_of_reach(const struct bso_job *job, int64_t *since)
+{
+    double success = 0, failure = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        success = fmax(success, job->stats[k].success_mark);
+        failure = fmax(failure, job->stats[k].fail_mark);
+    }
+    *since = (int64_t)success;
+    if (job->spec.policy != BSO_POLICY_BSO || !(failure > success))
+        return 0;
+    const double reach = rescue_reach(job);
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        double cost;
+        if (may_rescue(job, k, reach, &cost))
+            return 0;
+    }
+    return job->last_trial_number - *since;
 }
 
 /* The first size for a job transferred from another before any of its own runs: the one of

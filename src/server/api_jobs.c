@@ -252,6 +252,28 @@ static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso
     return 0;
 }
 
+/* Whether the target is out of reach for now (bso_policy_out_of_reach): "target_out_of_reach"
+ * {since_trial (the last success; null: none ever), trials (since then)} or null. */
+static void encode_reach(struct jbuf *b, const struct bso_job *job)
+{
+    int64_t since;
+    const int64_t trials = bso_policy_out_of_reach(job, &since);
+    jb_key(b, "target_out_of_reach");
+    if (trials <= 0) {
+        jb_null(b);
+        return;
+    }
+    jb_obj(b);
+    jb_key(b, "since_trial");
+    if (since > 0)
+        jb_int(b, since);
+    else
+        jb_null(b);
+    jb_key(b, "trials");
+    jb_int(b, trials);
+    jb_end(b);
+}
+
 static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_job *job,
                       const int64_t counts[3])
 {
@@ -318,6 +340,7 @@ static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_jo
     jb_end(b);
     if (job->spec.policy == BSO_POLICY_BSO)
         encode_bs_stats(b, job);
+    encode_reach(b, job);
     int rc = bso_h_encode_profile(b, s, &job->spec);
     if (rc == 0)
         rc = bso_h_encode_power(b, s, &job->spec);

@@ -121,6 +121,50 @@ class Cli(unittest.TestCase):
         launched = [run(reach)[0] for _ in range(8)]
         self.assertIn(128, launched)
 
+    def test_show_warns_when_the_target_is_out_of_reach(self):
+        """A job whose target stops being reachable within max_epochs: 64 reached once, then
+        no run reaches. Each size runs to max_epochs once (none twice while another may
+        reach); then GET /jobs/ID says since when the target is out of reach and `show` warns.
+        The policy still hands out a size, and once one reaches again the warning goes."""
+        spec = {"job_id": "cli-reach", "job_id_prefix": "cli", "batch_sizes": [32, 64, 128],
+                "default_batch_size": 64, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100", "target_metric": 0.9, "max_epochs": 6, "policy": "bso"}
+        self.assertEqual(self.srv.register(spec)[0], 201)
+
+        def run(reach_at):
+            status, t = self.srv.predict("cli-reach")
+            self.assertEqual(status, 200, t)
+            for e in range(1, 7):
+                status, a = self.srv.report("cli-reach", t["batch_size"], t["trial_number"],
+                                            60.0 * e, 0.0, 0.95 if reach_at and e >= reach_at
+                                            else 0.1, e)
+                self.assertEqual(status, 200, a)
+                if a["stop_train"]:
+                    return t["batch_size"], e, a["converged"]
+            self.fail("never stopped")
+
+        def out_of_reach():
+            return self.srv.request("GET", "/jobs/cli-reach")[1]["target_out_of_reach"]
+
+        self.assertEqual(run(4), (64, 4, True))
+        self.assertIsNone(out_of_reach())
+        failed, trials = set(), 0
+        while out_of_reach() is None:
+            self.assertLess(trials, 6)
+            bs, epochs, converged = run(0)
+            trials += 1
+            self.assertFalse(converged)
+            if epochs == 6:  # ran to max_epochs (a probe passed over after one epoch did not)
+                self.assertNotIn(bs, failed)
+                failed.add(bs)
+        self.assertEqual(failed, {32, 64, 128})
+        self.assertEqual(out_of_reach(), {"since_trial": 1, "trials": trials})
+        self.assertIn("warning: no batch size reached the target since trial 1 (%d trials)"
+                      % trials, self.bso("show", "cli-reach").stdout)
+        self.assertIn(run(4)[0], failed)  # never given up
+        self.assertIsNone(out_of_reach())
+        self.assertNotIn("warning", self.bso("show", "cli-reach").stdout)
+
     def test_batch_size_over_time(self):
         """Runs that report their samples and mean batch size: `bso trials` and `bso show`
         print each epoch's batch size (a long run with its middle elided)."""

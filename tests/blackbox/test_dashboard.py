@@ -1,10 +1,10 @@
 """The dashboard and /metrics against a real bso-server filled by a seeded simulation, with API
 tokens on: headless Chromium (Debian's) driven by playwright-core (tests/ui/dashboard.mjs)
 checks that the jobs list shows every job, that each job page draws its charts with the right
-number of points and tags the sizes whose runs diverged, that navigation works and that a
-browser without a token is refused;
-/metrics is parsed and checked against the same workload. Screenshots are kept in
-BSO_UI_ARTIFACTS (default: a temporary directory)."""
+number of points, tags the sizes whose runs diverged and warns where the target is out of
+reach, that navigation works and that a browser without a token is refused; /metrics is
+parsed and checked against the same workload. Screenshots are kept in BSO_UI_ARTIFACTS
+(default: a temporary directory)."""
 import json
 import os
 import re
@@ -103,6 +103,21 @@ class Dashboard(unittest.TestCase):
                     "current_epoch": epoch})
                 if a["stop_train"]:
                     break
+        # A bso job whose target no size reaches within its max_epochs (3): after both sizes
+        # failed, its page warns that the target is out of reach.
+        spec = {"job_id": "unreachable-demo", "job_id_prefix": "unreachable",
+                "batch_sizes": [32, 64], "default_batch_size": 64, "max_power": 300,
+                "number_of_gpus": 1, "gpu_model": "A100", "target_metric": 0.9,
+                "max_epochs": 3, "policy": "bso"}
+        cls.call("POST", "/jobs", spec)
+        for _ in range(2):
+            t = cls.get("/jobs/batch_size?job_id=unreachable-demo")
+            for epoch in range(1, 4):
+                a = cls.call("POST", "/report", {
+                    "job_id": "unreachable-demo", "batch_size": t["batch_size"],
+                    "trial_number": t["trial_number"], "time": 60.0 * epoch, "energy": 0.0,
+                    "metric": 0.1, "current_epoch": epoch})
+            assert a["stop_train"] and not a["converged"]
         cls.jobs = []
         for j in cls.get("/jobs")["jobs"]:
             job = cls.get("/jobs/" + j["job_id"])
@@ -113,6 +128,7 @@ class Dashboard(unittest.TestCase):
                              "origin": (job["transferred_from"] or {}).get("job_id"),
                              "diverged": sum(1 for b in job.get("batch_size_stats", [])
                                              if b["diverged"]),
+                             "out_of_reach": job.get("target_out_of_reach") is not None,
                              "screenshot": j["job_id"] == "adapt-demo",
                              "progress_points": sum(len(p) for p in [
                                  t["progress"] for t in
@@ -121,6 +137,7 @@ class Dashboard(unittest.TestCase):
         assert any(j["power_profiles"] for j in cls.jobs), "no job profiled power limits"
         assert sum(1 for j in cls.jobs if j["origin"]) == 1
         assert [j["diverged"] for j in cls.jobs if j["job_id"] == "diverged-demo"] == [1]
+        assert [j["job_id"] for j in cls.jobs if j["out_of_reach"]] == ["unreachable-demo"]
 
     @classmethod
     def tearDownClass(cls):
@@ -149,7 +166,7 @@ class Dashboard(unittest.TestCase):
             if REQUIRED:
                 self.fail("chromium or playwright-core is missing (%s, %s)" % (CHROMIUM, MODULES))
             self.skipTest("no chromium or playwright-core here")
-        self.assertEqual(len(self.jobs), 8)
+        self.assertEqual(len(self.jobs), 9)
         self.assertEqual([j["progress_points"] for j in self.jobs if j["progress_points"]], [7])
         out_dir = os.environ.get("BSO_UI_ARTIFACTS") or tempfile.mkdtemp(prefix="bso-ui-")
         os.makedirs(out_dir, exist_ok=True)

@@ -67,6 +67,9 @@ try {
     check(JSON.parse(await page.textContent('#spec')).default_batch_size === job.default_batch_size, `${job.job_id}: the spec`);
     const runPoints = await page.$('#chart-run-batch') ? await points('chart-run-batch') : 0;
     check(runPoints === (job.progress_points || 0), `${job.job_id}: ${job.progress_points || 0} points of batch size during runs`);
+    const reach = await page.$('#out-of-reach');
+    check(job.out_of_reach ? reach !== null : reach === null,
+      `${job.job_id}: ${job.out_of_reach ? 'warns that the target is out of reach' : 'no reach warning'}`);
     const origin = await page.$('#origin a');
     check(job.origin ? origin !== null && (await origin.textContent()) === job.origin : origin === null,
       `${job.job_id}: ${job.origin ? 'transferred from ' + job.origin : 'no origin'}`);
