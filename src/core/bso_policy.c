@@ -113,13 +113,6 @@ static double expected_open_epochs(const struct bso_job *job, size_t i)
     return fmax(bso_policy_epochs_estimate(job, i), bso_policy_epochs_bound(job, i));
 }
 
-/* The recurrence still needs a model and every size that reached the target failed in it (or
- * the job changed and none has reached since): the size most likely to be cheap that is not
- * struck out in it, one that reached judged by its expected cost, an open one by its expected
- * epochs (expected_open_epochs) times its cost per epoch. An open size whose expected epochs
- * pass max_epochs by more than the noise margin of an estimate resting on one run cannot be
- * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
- * of those that failed. -1 when nothing can run. */
 /* The most epochs a run may be expected to need and still be a rescue: max_epochs, with the
  * noise margin of an estimate resting on one run. */
 static double rescue_reach(const struct bso_job *job)
@@ -146,6 +139,13 @@ static bool may_rescue(const struct bso_job *job, size_t k, double reach, double
     return epochs <= reach;
 }
 
+/* The recurrence still needs a model and every size that reached the target failed in it (or
+ * the job changed and none has reached since): the size most likely to be cheap that is not
+ * struck out in it, one that reached judged by its expected cost, an open one by its expected
+ * epochs (expected_open_epochs) times its cost per epoch. An open size whose expected epochs
+ * pass max_epochs by more than the noise margin of an estimate resting on one run cannot be
+ * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
+ * of those that failed. -1 when nothing can run. */
 static int rescue(struct bso_job *job)
 {
     const double reach = rescue_reach(job);
