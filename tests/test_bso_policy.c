@@ -774,6 +774,37 @@ static void test_size_that_reached_since_the_change_is_not_a_step_of_the_search(
     bso_job_clear(&job);
 }
 
+/* Every size reached ten times (16..256: 6, 7, 8, 14, 19 epochs); then 64's epochs halve and
+ * raise the alarm, and 32 and 128 reach once each since. With `agree`, theirs halved too: three
+ * sizes agree that the change halved every size's epochs, and the sizes known only from before
+ * (16, 256) are drawn at half their epochs. Else 32 and 128 did not move: the change was 64's
+ * alone, and 16 and 256 keep their epochs. Returns 256's posterior mean epochs. */
+static double stale_epochs_after_a_change(bool agree)
+{
+    struct bso_job job;
+    start(&job);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++) /* 64 last: the others before it */
+        set_reached(&job, i, 10, (double)base_epochs[i], base_per[i], i == 2 ? 9 : (double)i + 1);
+    reach_until_the_alarm(&job, 2, 4, 100, 10);
+    const double f = agree ? 0.5 : 1;
+    observe_at(&job, 1, (double)job.last_trial_number + 1, (int64_t)(7 * f), 180, BSO_RUN_REACHED);
+    observe_at(&job, 3, (double)job.last_trial_number + 1, (int64_t)(14 * f), 70, BSO_RUN_REACHED);
+    assert_true(job.stats[0].pre_change_epochs == 6 && job.stats[4].pre_change_epochs == 19);
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
+    bso_policy_epochs_posterior(&job, mean_log, sd_log);
+    bso_job_clear(&job);
+    return exp(mean_log[4]);
+}
+
+static void test_common_shift_moves_the_stale_sizes(void **state)
+{
+    (void)state;
+    const double moved = stale_epochs_after_a_change(true);
+    const double kept = stale_epochs_after_a_change(false);
+    assert_true(fabs(moved - 19.0 / 2) < 1.5);
+    assert_true(fabs(kept - 19.0) < 2.5);
+}
+
 /* 64 (8 epochs) needs 10 from some point on: its first such runs only raise its
  * CUSUM, and 128 reaches as usual after each; a later run at 64 raises the alarm. 128's runs
  * since 64's previous run are known from after the change and are kept whole; the sizes known
@@ -1186,6 +1217,7 @@ int main(void)
         cmocka_unit_test(test_search_steps_one_octave_after_a_change),
         cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),
         cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
+        cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),

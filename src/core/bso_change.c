@@ -84,8 +84,10 @@ static void forget(struct bso_job *job, size_t i, double since)
          * stays unmeasured. */
         const double per = isfinite(measured) ? measured : 0;
         const double one = per > 0 ? 1 : 0;
+        s->pre_change_epochs = s->successes > 0 ? bso_bs_mean_epochs(s) : 0;
         if (k != i && s->successes > 0 && s->success_mark > since &&
             s->success_mark > s->fail_mark) {
+            s->pre_change_epochs = 0; /* known from after the change: nothing to compare */
             s->change_mark = since > 0 ? since : 1;
             if ((s->drift_up > 0 || s->drift_down > 0) && s->streak_runs > 0 &&
                 s->streak_runs < (double)s->successes)

@@ -78,6 +78,10 @@ struct bso_bs_stat {
     /* The job's last trial number when the policy last found that the job changed (the same in
      * every size; 0: never). Evidence from before it may disagree with the present. */
     double change_mark;
+    /* This size's mean epochs when the policy last found that the job changed (0: it had not
+     * reached the target, or it kept what it knew): beside its runs since, how far the change
+     * moved its epochs (bso_posterior.c, common_shift). */
+    double pre_change_epochs;
     /* Every run that reported at this size, and those that reached: plain counts, which
      * `runs` and `successes` (the weights of the evidence the policy keeps) stop being once
      * the job changed or a window forgets. */

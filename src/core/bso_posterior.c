@@ -68,6 +68,38 @@ static double curve_point(const struct bso_job *job, size_t i, double *log_epoch
     return 0;
 }
 
+/* How many sizes that reached since the change must agree on how far it moved their epochs
+ * before the sizes known only from before are moved alike: two may agree by chance where the
+ * change hit some sizes and not others (both on the side it hit). */
+#define COMMON_SHIFT_SIZES 3
+
+/* How far the job's last change moved every size's log epochs, as far as the sizes that reached
+ * both before it and since can tell: their mean shift (weighted by runs since), if at least
+ * COMMON_SHIFT_SIZES of them each lie within two spreads of it (their mean's and one run's:
+ * cv2); else 0, the change having hit some sizes and not others, or too few having run. */
+static double common_shift(const struct bso_job *job, double cv2)
+{
+    double shift[BSO_MAX_BATCH_SIZES], runs[BSO_MAX_BATCH_SIZES], sum = 0, weight = 0;
+    int k = 0;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        const struct bso_bs_stat *s = &job->stats[i];
+        if (!(s->pre_change_epochs > 0) || s->successes == 0 || !bso_policy_fresh(job, i))
+            continue;
+        shift[k] = log(bso_bs_mean_epochs(s) / s->pre_change_epochs);
+        runs[k] = (double)s->successes;
+        sum += runs[k] * shift[k];
+        weight += runs[k];
+        k++;
+    }
+    if (k < COMMON_SHIFT_SIZES)
+        return 0;
+    const double mean = sum / weight;
+    for (int j = 0; j < k; j++)
+        if (fabs(shift[j] - mean) > 2 * sqrt(cv2 * (1 / runs[j] + 1)))
+            return 0;
+    return mean;
+}
+
 /* The posterior of each size's mean log epochs, and the pooled run-to-run variance of log
  * epochs (*cv2); see bso_policy_epochs_posterior. */
 void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *sd_log,
@@ -75,12 +107,17 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
 {
     const size_t n = job->spec.n_batch_sizes;
     const double cv2 = bso_policy_pooled_cv2(job);
+    /* Sizes known only from before the job changed are moved as far as every size that reached
+     * since says it moved them (common_shift; a guess, which their next run tests). */
+    const double shift = common_shift(job, cv2);
     /* Sizes share a smooth curve of epochs against batch size: a line in log-log, weighted
      * by runs, over the sizes that reached the target (curve_point). */
     struct bso_line_fit fit = {0};
     double log_e[BSO_MAX_BATCH_SIZES], weight[BSO_MAX_BATCH_SIZES];
     for (size_t i = 0; i < n; i++) {
         weight[i] = curve_point(job, i, &log_e[i]);
+        if (weight[i] > 0 && bso_policy_stale(job, i))
+            log_e[i] += shift;
         if (weight[i] > 0)
             bso_fit_add(&fit, log2((double)job->spec.batch_sizes[i]), log_e[i], weight[i]);
     }
@@ -110,7 +147,8 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
         }
         const double own = (double)s->successes / cv2, line = 1 / scatter;
         const double on_line = icpt + slope * log2((double)job->spec.batch_sizes[i]);
-        mean_log[i] = (own * log(bso_bs_mean_epochs(s)) + line * on_line) / (own + line);
+        const double own_log = log(bso_bs_mean_epochs(s)) + (bso_policy_stale(job, i) ? shift : 0);
+        mean_log[i] = (own * own_log + line * on_line) / (own + line);
         sd_log[i] = 1 / sqrt(own + line);
     }
     *cv2_out = cv2;
