@@ -29,6 +29,7 @@ power_options: PowerTuner's keyword arguments (n_limits, warmup_s, window_s, min
 import atexit
 import logging
 import os
+import urllib.parse
 from typing import Optional
 
 from .client import Client, shown_url
@@ -287,8 +288,28 @@ class BatchSizeOptimizer:
         self._finish_power()
         self._close_power()
         if not answer["converged"]:
-            raise BSOTrainFailError("Train failed: %s Launch the job again: the server picks "
-                                    "the next batch size." % answer["message"])
+            raise BSOTrainFailError("Train failed: %s %s" % (answer["message"],
+                                                             self._after_a_failure()))
+
+    def _after_a_failure(self) -> str:
+        """What to do after a run that did not converge: launch again, unless no batch size can
+        reach the target any more (GET /jobs/ID: target_out_of_reach), which the operator must
+        fix. A server that does not say (Zeus's, or unreachable now) gets the usual advice."""
+        again = "Launch the job again: the server picks the next batch size."
+        if self.offline or self.rank != 0:
+            return again
+        try:
+            job = self._client.get("/jobs/%s" % urllib.parse.quote(self.job_id, safe=""))
+            reach = job.get("target_out_of_reach") if isinstance(job, dict) else None
+        except Exception:  # the failure is the news; advice is best effort
+            return again
+        if not isinstance(reach, dict):
+            return again
+        since = reach.get("since_trial")
+        return ("No batch size has reached the target %s (%s trials), and none is expected to "
+                "within max_epochs: raise max_epochs or check target_metric (runs launched now "
+                "will most likely fail too)." % ("since trial %s" % since if since else
+                                                 "since the job started", reach.get("trials")))
 
     def _decide_alone(self, metric: float) -> dict:
         """Without a server: stop at the target metric or at max_epochs, as the server would

@@ -317,6 +317,25 @@ class PythonClient(unittest.TestCase):
         opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(beta_knob=None))
         self.assertEqual(opt.get_batch_size(), 2048)
 
+    def test_failure_says_when_the_target_is_out_of_reach(self):
+        """A bso job whose target no size reaches within max_epochs: the failures say to launch
+        again until every size failed, then that the target is out of reach."""
+        job = spec(job_id="test-reach", batch_sizes=[32, 64], default_batch_size=64, max_epochs=3,
+                   policy="bso")
+        messages = []
+        for _ in range(2):
+            opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, job)
+            opt.get_batch_size()
+            opt.on_train_begin()
+            with self.assertRaises(bso.BSOTrainFailError) as e:
+                for _ in range(3):
+                    opt.on_evaluate(0.1)
+            messages.append(str(e.exception))
+        self.assertIn("Launch the job again", messages[0])
+        self.assertIn("No batch size has reached the target since the job started (2 trials)",
+                      messages[1])
+        self.assertIn("raise max_epochs", messages[1])
+
     def test_ranks_and_order(self):
         ranks = [bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(), rank=r)
                  for r in range(4)]
