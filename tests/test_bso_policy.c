@@ -918,9 +918,6 @@ static void test_rescue_skips_sizes_that_cannot_reach(void **state)
     }
 }
 
-/* 64 was the only size that reached, until it failed run after run: the change it found clears
- * it, and no size has reached since. The recurrence still needs a model: the rescue weighs the
- * open sizes with no size to scale an estimate from (their bounds, here), and hands one out. */
 /* 64 reached at trial 1, then no run reaches: while a size may still train the model (tried
  * sizes that did not fail since, open sizes expected to reach within max_epochs) the target is
  * not out of reach; once 16, 64 and 256 failed (32 and 128 lie between failures) it is, since
@@ -947,6 +944,9 @@ static void test_target_out_of_reach(void **state)
     bso_job_clear(&job);
 }
 
+/* 64 was the only size that reached, until it failed run after run: the change it found clears
+ * it, and no size has reached since. The recurrence still needs a model: the rescue weighs the
+ * open sizes with no size to scale an estimate from (their bounds, here), and hands one out. */
 static void test_rescue_when_no_size_reached_since_the_change(void **state)
 {
     (void)state;

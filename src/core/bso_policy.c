@@ -135,8 +135,10 @@ static bool may_rescue(const struct bso_job *job, size_t k, double reach, double
     if (!bso_policy_open_size(job, k))
         return false;
     const double epochs = expected_open_epochs(job, k);
+    if (epochs > reach)
+        return false;
     *cost = epochs * bso_policy_epoch_cost(job, k);
-    return epochs <= reach;
+    return true;
 }
 
 /* The recurrence still needs a model and every size that reached the target failed in it (or
@@ -186,13 +188,16 @@ static int rescue(struct bso_job *job)
 
 int64_t bso_policy_out_of_reach(const struct bso_job *job, int64_t *since)
 {
+    *since = 0;
+    if (job->spec.policy != BSO_POLICY_BSO)
+        return 0;
     double success = 0, failure = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         success = fmax(success, job->stats[k].success_mark);
         failure = fmax(failure, job->stats[k].fail_mark);
     }
     *since = (int64_t)success;
-    if (job->spec.policy != BSO_POLICY_BSO || !(failure > success))
+    if (!(failure > success))
         return 0;
     const double reach = rescue_reach(job);
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
