@@ -1186,6 +1186,74 @@ static void test_transferred_job_bisects_when_expanding_does_not_pay(void **stat
     bso_job_clear(&old);
 }
 
+/* After a move, 64 is the best measured here (10 epochs x 100) and 128, which ran once, costs a
+ * little more (12 x 90): the search around 64 is bounded on both sides (32 was stopped for its
+ * cost). 256 never ran here, but the old job's epochs there (9) at its cost per epoch here by the
+ * old hardware's ratio (72) make it the cheapest by far: one run of 128 may lose a near-tie by
+ * chance, and the old job's evidence past it is worth a run. */
+static void test_transferred_size_past_the_search_bounds_is_tried(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    const double old_per[] = {300, 200, 100, 90, 72};
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        bso_policy_set_profile(&job, i, job.spec.max_power / old_per[i], old_per[i]);
+    struct bso_bs_stat *s32 = &job.stats[1];
+    s32->status = BSO_BS_KILLED;
+    s32->runs = s32->total_runs = 1;
+    s32->censored_epochs = s32->epochs_sum = 5;
+    s32->cost_sum = 5 * 200;
+    set_reached(&job, 2, 3, 10, 100, 4);
+    set_reached(&job, 3, 1, 12, 90, 5);
+    job.last_trial_number = 5;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_true(got == 64 || got == 128); /* no prior there: nothing past the bounds */
+    job.stats[4].prior_epochs = 9;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 256);
+    job.stats[4].prior_epochs = 15; /* 15 x 72 = 1080: no cheaper than 64 */
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_true(got == 64 || got == 128);
+    bso_job_clear(&job);
+}
+
+/* The posterior mean epochs of 64 among 16..2048, where it reached once, in 15 epochs. The
+ * others reached four times each, their runs spread by 30%: 16 to 256 on a gentle curve (10,
+ * 12, 19, 24 epochs), 512 to 2048 at three times it (the change hit them: 90, 111, 138). With
+ * `changed`, every size carries the mark of a change found at trial 5 and reached since. */
+static double one_run_size_among_changed_ones(bool changed)
+{
+    static const int64_t sizes[] = {16, 32, 64, 128, 256, 512, 1024, 2048};
+    const double epochs[] = {10, 12, 15, 19, 24, 90, 111, 138};
+    struct bso_job job;
+    start_with(&job, sizes, 8, -1);
+    for (size_t i = 0; i < 8; i++) {
+        const int64_t runs = i == 2 ? 1 : 4;
+        set_reached(&job, i, runs, epochs[i], 100, 10 + (double)i);
+        job.stats[i].sum_sq_epochs += (double)(runs - 1) * pow(0.3 * epochs[i], 2);
+        job.stats[i].change_mark = changed ? 5 : 0;
+    }
+    job.last_trial_number = 18;
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
+    bso_policy_epochs_posterior(&job, mean_log, sd_log);
+    bso_job_clear(&job);
+    return exp(mean_log[2]);
+}
+
+/* Before any change, 64 is shrunk toward the line through every size, which the sizes the change
+ * hit far above it lift; after one, toward the line near it, set by its neighbours, which agree
+ * with its run. */
+static void test_after_a_change_sizes_are_shrunk_toward_the_curve_near_them(void **state)
+{
+    (void)state;
+    const double global = one_run_size_among_changed_ones(false);
+    const double local = one_run_size_among_changed_ones(true);
+    assert_true(global > 16.1);        /* about 16.3 */
+    assert_true(local < global - 0.3); /* about 15.8 */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1231,6 +1299,8 @@ int main(void)
         cmocka_unit_test(test_window_keeps_exactly_the_last_runs),
         cmocka_unit_test(test_transfer_gives_priors_not_facts),
         cmocka_unit_test(test_transferred_job_bisects_when_expanding_does_not_pay),
+        cmocka_unit_test(test_transferred_size_past_the_search_bounds_is_tried),
+        cmocka_unit_test(test_after_a_change_sizes_are_shrunk_toward_the_curve_near_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

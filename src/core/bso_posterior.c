@@ -11,6 +11,14 @@
 
 /* What the pooled spread's prior (BSO_PRIOR_CV) is worth, in runs. */
 #define PRIOR_RUNS 2.0
+/* After the job changed, each size is shrunk toward a line fitted near it: the other sizes
+ * weigh less with their distance, as a Gaussian of this many octaves (a size 4x away counts
+ * 61%, 16x away 14%). A change that hit the sizes on one side of some batch size bends a line
+ * through every size where it did not happen, and holds a size re-measured since (the new
+ * optimum, known from one run) to the sizes the change moved. Before any change, the line
+ * through every size: its slope rests on more of them. */
+#define LOCAL_OCTAVES 2.0
+
 /* How far sizes scatter about the curve beyond their own noise: assumed until three sizes can
  * tell, and never less. */
 #define PRIOR_SCATTER 0.2
@@ -68,6 +76,19 @@ static double curve_point(const struct bso_job *job, size_t i, double *log_epoch
     return 0;
 }
 
+/* The curve's log epochs at log2 batch size x from the n points (x, y, w), each weighed down by
+ * its distance from x as a Gaussian of LOCAL_OCTAVES. */
+static double local_curve(const double *px, const double *py, const double *pw, int n, double x)
+{
+    struct bso_line_fit fit = {0};
+    for (int k = 0; k < n; k++) {
+        const double d = (px[k] - x) / LOCAL_OCTAVES;
+        bso_fit_add(&fit, px[k], py[k], pw[k] * exp(-d * d / 2));
+    }
+    const double slope = bso_fit_slope(&fit, 0);
+    return (fit.y - slope * fit.x) / fit.w + slope * x;
+}
+
 /* How many sizes that reached since the change must agree on how far it moved their epochs
  * before the sizes known only from before are moved alike: two may agree by chance where the
  * change hit some sizes and not others (both on the side it hit). */
@@ -114,13 +135,21 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
      * by runs, over the sizes that reached the target (curve_point). */
     struct bso_line_fit fit = {0};
     double log_e[BSO_MAX_BATCH_SIZES], weight[BSO_MAX_BATCH_SIZES];
+    double px[BSO_MAX_BATCH_SIZES], py[BSO_MAX_BATCH_SIZES], pw[BSO_MAX_BATCH_SIZES];
+    int points = 0;
     for (size_t i = 0; i < n; i++) {
         weight[i] = curve_point(job, i, &log_e[i]);
         if (weight[i] > 0 && bso_policy_stale(job, i))
             log_e[i] += shift;
-        if (weight[i] > 0)
-            bso_fit_add(&fit, log2((double)job->spec.batch_sizes[i]), log_e[i], weight[i]);
+        if (weight[i] > 0) {
+            px[points] = log2((double)job->spec.batch_sizes[i]);
+            py[points] = log_e[i];
+            pw[points] = weight[i];
+            bso_fit_add(&fit, px[points], py[points], pw[points]);
+            points++;
+        }
     }
+    const bool changed = bso_policy_change_trial(job) > 0;
     const int k = fit.points;
     const double slope = bso_fit_slope(&fit, 0);
     const double icpt = fit.w > 0 ? (fit.y - slope * fit.x) / fit.w : 0;
@@ -138,7 +167,8 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
         r2 /= (double)(k - 2);
         scatter = r2 > MIN_SCATTER * MIN_SCATTER ? r2 : MIN_SCATTER * MIN_SCATTER;
     }
-    /* Each size's mean is shrunk toward the line by the two precisions. */
+    /* Each size's mean is shrunk toward the line (after a change, the line near it:
+     * LOCAL_OCTAVES) by the two precisions. */
     for (size_t i = 0; i < n; i++) {
         const struct bso_bs_stat *s = &job->stats[i];
         if (s->successes == 0) {
@@ -146,7 +176,8 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
             continue;
         }
         const double own = (double)s->successes / cv2, line = 1 / scatter;
-        const double on_line = icpt + slope * log2((double)job->spec.batch_sizes[i]);
+        const double x = log2((double)job->spec.batch_sizes[i]);
+        const double on_line = changed ? local_curve(px, py, pw, points, x) : icpt + slope * x;
         const double own_log = log(bso_bs_mean_epochs(s)) + (bso_policy_stale(job, i) ? shift : 0);
         mean_log[i] = (own * own_log + line * on_line) / (own + line);
         sd_log[i] = 1 / sqrt(own + line);

@@ -116,6 +116,28 @@ static int halfway_to_ran(const struct bso_job *job, int g, int dir)
     return best;
 }
 
+/* A transferred job's untried size whose epochs on the old hardware, at its cost per epoch here,
+ * beat best_cost and repay a run (as probe_gain weighs one), wherever it lies: the one of most
+ * gain, or -1. The search around the best is bounded by sizes that ran once here, and one run
+ * may lose a near-tie by chance; the old job's evidence past such a bound is worth a run. */
+static int transferred_beyond(const struct bso_job *job, double best_cost)
+{
+    int pick = -1;
+    double pick_gain = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const double prior = bso_policy_transferred_prior(job, k);
+        if (!(prior > 0) || job->stats[k].status != BSO_BS_UNTRIED || !bso_policy_open_size(job, k))
+            continue;
+        const double per = bso_policy_epoch_cost(job, k);
+        const double gain = (best_cost - prior * per) * bso_policy_horizon(job) - per;
+        if (prior * per < best_cost && gain > 0 && (pick < 0 || gain > pick_gain)) {
+            pick = (int)k;
+            pick_gain = gain;
+        }
+    }
+    return pick;
+}
+
 /* The next size to explore around the best one g, or -1. Each side offers one candidate: the
  * bisection point of the bracket (g, nearest tried size on that side) when there is one, else
  * an expansion one octave out, or two when the last step that way found the best. */
@@ -172,5 +194,7 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
             pick_gain = gain;
         }
     }
+    if (pick < 0 && isfinite(best_cost))
+        pick = transferred_beyond(job, best_cost);
     return pick;
 }
