@@ -774,6 +774,38 @@ static void test_size_that_reached_since_the_change_is_not_a_step_of_the_search(
     bso_job_clear(&job);
 }
 
+/* The job changed at trial 20: 32 (10 epochs x 80) is the best since, 64 and 128 reached since
+ * at `per64` and `per128` a epoch, and 256 is known only from before (10 x 60: the cheapest,
+ * if that still held). Nothing is left to search. How often in 400 choices 256 is handed
+ * out. */
+static int stale_size_chosen_past(double per64, double per128)
+{
+    struct bso_job job;
+    start(&job);
+    const double per[] = {0, 80, per64, per128, 60};
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++) {
+        job.stats[i].status = BSO_BS_FAILED; /* ruled out: no exploring */
+        if (i > 0)
+            set_reached(&job, i, 4, 10, per[i], i == 4 ? 10 : 20 + (double)i);
+        job.stats[i].change_mark = 20;
+    }
+    job.last_trial_number = 25;
+    assert_true(job.stats[4].success_mark < job.stats[4].change_mark); /* stale */
+    const int n = times_chosen(&job, 256, 400);
+    bso_job_clear(&job);
+    return n;
+}
+
+/* Costs since the change rise from 32 through 64 to 128: by the search's unimodal assumption
+ * they go on rising, and 256's cost from before is not believed. Where 128 is cheaper than 64
+ * (a spike at 64, as a change at one size makes), nothing bounds 256, whose draw wins. */
+static void test_stale_size_past_a_rise_in_cost_is_not_drawn(void **state)
+{
+    (void)state;
+    assert_int_equal(stale_size_chosen_past(90, 100), 0);
+    assert_true(stale_size_chosen_past(100, 90) > 300);
+}
+
 /* Every size reached ten times (16..256: 6, 7, 8, 14, 19 epochs); then 64's epochs halve and
  * raise the alarm, and 32 and 128 reach once each since. With `agree`, theirs halved too: three
  * sizes agree that the change halved every size's epochs, and the sizes known only from before
@@ -1286,6 +1318,7 @@ int main(void)
         cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),
         cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
+        cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),

@@ -65,19 +65,43 @@ static double failed_run_cost(const struct bso_job *job, size_t i)
     return bound < to_max ? bound : to_max;
 }
 
+/* Whether stale size i lies past a rise in cost: of the sizes between i and f (the best since
+ * the change) that reached since it and drew (draws[k] not NAN), the one nearest to i costs no
+ * less than the next nearest (expected). Costs that rise away from the best go on rising (the
+ * search's unimodal assumption), so i, known only from before the change, is no cheaper than
+ * that nearest size, and its stale draw is not to be believed. One such size between is not
+ * enough: a change at one size alone (a spike) rises and falls again. */
+static bool past_a_rise(const struct bso_job *job, const double *draws, int f, size_t i)
+{
+    const int dir = (int)i > f ? -1 : 1;
+    int nearest = -1;
+    for (int k = (int)i + dir; k != f; k += dir) {
+        if (isnan(draws[k]) || !bso_policy_fresh(job, (size_t)k))
+            continue;
+        if (nearest < 0) {
+            nearest = k;
+            continue;
+        }
+        return bso_bs_expected_cost(&job->stats[nearest]) >= bso_bs_expected_cost(&job->stats[k]);
+    }
+    return false;
+}
+
 /* Thompson sampling over the sizes that reached the target (but those that just failed, unless
  * `all`): each draws its epochs from the posterior above, times its cost per epoch; the lowest
- * draw wins. -1 when there is none. */
+ * draw wins, but not a stale size past a rise in cost (past_a_rise). -1 when there is none. */
 static int thompson(struct bso_job *job, bool all)
 {
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
+    double draws[BSO_MAX_BATCH_SIZES];
     bso_policy_epochs_posterior(job, mean_log, sd_log);
-    int best = -1;
-    double best_draw = 0;
+    bool stale = false;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        draws[i] = NAN;
         if (job->stats[i].successes == 0 || !bso_policy_usable(job, i) ||
             (!all && bso_policy_struck(job, i)))
             continue;
+        stale |= bso_policy_stale(job, i);
         const struct bso_bs_stat *s = &job->stats[i];
         /* A size made dearer only by the guess that a jump seen elsewhere was the whole
          * job's draws at its own cost: if that makes it the pick, its run tests the guess. */
@@ -90,10 +114,17 @@ static int thompson(struct bso_job *job, bool all)
          * where every candidate just failed. */
         if (!all && s->fail_mark > s->success_mark)
             draw += 1.5 / ((double)s->successes + 2) * failed_run_cost(job, i);
-        if (best < 0 || draw < best_draw) {
+        draws[i] = draw;
+    }
+    const int f = stale ? best_good_of(job, true) : -1;
+    int best = -1;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        if (isnan(draws[i]))
+            continue;
+        if (f >= 0 && bso_policy_stale(job, i) && past_a_rise(job, draws, f, i))
+            continue;
+        if (best < 0 || draws[i] < draws[best])
             best = (int)i;
-            best_draw = draw;
-        }
     }
     return best;
 }
