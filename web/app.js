@@ -182,7 +182,10 @@ async function jobsPage() {
     }));
     table.replaceChildren(el('thead', {}, head), el('tbody', {}, ...shown.map(r => el('tr', { class: 'job-row' },
       el('td', {}, el('a', { href: '#/jobs/' + encodeURIComponent(r.j.job_id), text: r.j.job_id })),
-      el('td', { text: r.job.spec.policy || 'zeus' }), el('td', { text: r.j.stage }),
+      el('td', { text: r.job.spec.policy || 'zeus' }),
+      // A job whose target no size is expected to reach within max_epochs: its page says more.
+      el('td', {}, r.j.stage, ...(r.j.target_out_of_reach ? [' ', el('span', { class: 'tag unreachable',
+        title: 'No batch size is expected to reach the target within max_epochs', text: 'target out of reach' })] : [])),
       el('td', { text: r.j.gpu_model }), el('td', { class: 'num', text: String(r.j.trials) }),
       el('td', { class: 'num', text: r.sum.best === null ? '–' : String(r.sum.best) }),
       el('td', { class: 'num ' + (r.sum.savings > 0 ? 'good' : r.sum.savings < 0 ? 'bad' : ''), text: pct(r.sum.savings) }),

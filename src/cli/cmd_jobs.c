@@ -4,14 +4,18 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+/* One job; a job whose target is out of reach (no size is expected to reach it within
+ * max_epochs: `bso show` says more) is marked after its GPU. */
 static void job_row(json_t *j)
 {
     char cost[32];
     cli_fmt_num(cost, sizeof cost, json_object_get(j, "min_cost"), 1);
-    printf("%-32s %-8s %7" PRId64 " %14s %10" PRId64 "  %s\n", cli_str(j, "job_id"),
+    printf("%-32s %-8s %7" PRId64 " %14s %10" PRId64 "  %s%s\n", cli_str(j, "job_id"),
            cli_str(j, "stage"), (int64_t)json_integer_value(json_object_get(j, "trials")), cost,
            (int64_t)json_integer_value(json_object_get(j, "min_cost_batch_size")),
-           cli_str(j, "gpu_model"));
+           cli_str(j, "gpu_model"),
+           json_is_object(json_object_get(j, "target_out_of_reach")) ? "  (target out of reach)"
+                                                                     : "");
 }
 
 int cmd_jobs(struct ctx *c)

@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "bso/error.h"
 #include "core/pyfmt.h"
@@ -126,35 +127,77 @@ void bso_h_delete_job(struct bso_request *req, struct bso_response *res)
     jb_null(&res->body);
 }
 
-static int job_row(void *ctx, const struct bso_job_summary *r)
+/* Whether the target is out of reach for now (bso_policy_out_of_reach): "target_out_of_reach"
+ * {since_trial (the last success; null: none ever), trials (since then)} or null. */
+static void encode_reach(struct jbuf *b, const struct bso_job *job)
 {
-    struct list_ctx *c = ctx;
-    jb_obj(c->b);
-    jb_key(c->b, "job_id");
-    jb_str(c->b, r->job_id);
-    jb_key(c->b, "gpu_model");
-    jb_str(c->b, r->gpu_model);
-    jb_key(c->b, "stage");
-    jb_str(c->b, bso_stage_name(r->stage));
-    jb_key(c->b, "trials");
-    jb_int(c->b, r->n_trials);
-    jb_key(c->b, "min_cost");
+    int64_t since;
+    const int64_t trials = bso_policy_out_of_reach(job, &since);
+    jb_key(b, "target_out_of_reach");
+    if (trials <= 0) {
+        jb_null(b);
+        return;
+    }
+    jb_obj(b);
+    jb_key(b, "since_trial");
+    if (since > 0)
+        jb_int(b, since);
+    else
+        jb_null(b);
+    jb_key(b, "trials");
+    jb_int(b, trials);
+    jb_end(b);
+}
+
+/* The page of jobs GET /jobs lists, kept until each is loaded for what its summary lacks. */
+struct job_page {
+    struct bso_job_summary *rows;
+    int64_t n, cap;
+};
+
+static int collect_job(void *ctx, const struct bso_job_summary *r)
+{
+    struct job_page *p = ctx;
+    if (p->n == p->cap)
+        return BSO_ERANGE; /* the store returned more than the limit */
+    p->rows[p->n++] = *r;
+    return 0;
+}
+
+/* One row of GET /jobs: the summary, and whether the job's target is out of reach (its
+ * statistics, loaded with the job: the summary does not carry them). */
+static int encode_job_row(struct jbuf *b, struct bso_session *s, const struct bso_job_summary *r)
+{
+    jb_obj(b);
+    jb_key(b, "job_id");
+    jb_str(b, r->job_id);
+    jb_key(b, "gpu_model");
+    jb_str(b, r->gpu_model);
+    jb_key(b, "stage");
+    jb_str(b, bso_stage_name(r->stage));
+    jb_key(b, "trials");
+    jb_int(b, r->n_trials);
+    jb_key(b, "min_cost");
     if (r->has_min_cost)
-        jb_float(c->b, r->min_cost);
+        jb_float(b, r->min_cost);
     else
-        jb_null(c->b);
-    jb_key(c->b, "min_cost_batch_size");
-    jb_int(c->b, r->min_cost_batch_size);
-    jb_key(c->b, "created_at");
-    jb_str(c->b, r->created_at);
-    jb_key(c->b, "tenant");
+        jb_null(b);
+    jb_key(b, "min_cost_batch_size");
+    jb_int(b, r->min_cost_batch_size);
+    jb_key(b, "created_at");
+    jb_str(b, r->created_at);
+    jb_key(b, "tenant");
     if (r->tenant[0])
-        jb_str(c->b, r->tenant);
+        jb_str(b, r->tenant);
     else
-        jb_null(c->b);
-    jb_end(c->b);
-    c->rows++;
-    snprintf(c->last_id, sizeof c->last_id, "%s", r->job_id);
+        jb_null(b);
+    struct bso_job job;
+    const int rc = bso_session_load_job(s, r->job_id, 0, &job);
+    if (rc < 0)
+        return rc;
+    encode_reach(b, &job);
+    bso_job_clear(&job);
+    jb_end(b);
     return 0;
 }
 
@@ -163,30 +206,40 @@ void bso_h_list_jobs(struct bso_request *req, struct bso_response *res)
     int64_t limit;
     if (!bso_h_int_param(req, res, "limit", 1, 1000, 100, &limit))
         return;
-    struct bso_session *s = bso_h_session(req, res);
-    if (!s)
+    struct job_page page = {.rows = calloc((size_t)limit, sizeof *page.rows), .cap = limit};
+    if (!page.rows) {
+        bso_h_message(res, 500, "out of memory");
         return;
-    struct list_ctx c = {.b = &res->body};
+    }
+    struct bso_session *s = bso_h_session(req, res);
+    if (!s) {
+        free(page.rows);
+        return;
+    }
     jb_obj(&res->body);
     jb_key(&res->body, "jobs");
     jb_arr(&res->body);
     int rc = bso_session_begin_read(s);
     if (rc == 0)
-        rc = bso_session_list_jobs(s, bso_h_query(req, "after"), limit, job_row, &c);
+        rc = bso_session_list_jobs(s, bso_h_query(req, "after"), limit, collect_job, &page);
+    for (int64_t k = 0; rc == 0 && k < page.n; k++)
+        rc = encode_job_row(&res->body, s, &page.rows[k]);
     bso_session_rollback(s);
     if (rc < 0) {
         bso_h_unavailable(res, "list jobs", bso_session_errmsg(s));
         bso_session_release(s);
+        free(page.rows);
         return;
     }
     bso_session_release(s);
     jb_end(&res->body);
     jb_key(&res->body, "next_after");
-    if (c.rows == limit)
-        jb_str(&res->body, c.last_id);
+    if (page.n == limit)
+        jb_str(&res->body, page.rows[page.n - 1].job_id);
     else
         jb_null(&res->body);
     jb_end(&res->body);
+    free(page.rows);
 }
 
 /* What the bso policy knows about each batch size. */
@@ -250,28 +303,6 @@ static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso
     else
         jb_null(b);
     return 0;
-}
-
-/* Whether the target is out of reach for now (bso_policy_out_of_reach): "target_out_of_reach"
- * {since_trial (the last success; null: none ever), trials (since then)} or null. */
-static void encode_reach(struct jbuf *b, const struct bso_job *job)
-{
-    int64_t since;
-    const int64_t trials = bso_policy_out_of_reach(job, &since);
-    jb_key(b, "target_out_of_reach");
-    if (trials <= 0) {
-        jb_null(b);
-        return;
-    }
-    jb_obj(b);
-    jb_key(b, "since_trial");
-    if (since > 0)
-        jb_int(b, since);
-    else
-        jb_null(b);
-    jb_key(b, "trials");
-    jb_int(b, trials);
-    jb_end(b);
 }
 
 static int encode_job(struct jbuf *b, struct bso_session *s, const struct bso_job *job,

@@ -144,7 +144,17 @@ class Cli(unittest.TestCase):
             self.fail("never stopped")
 
         def out_of_reach():
-            return self.srv.request("GET", "/jobs/cli-reach")[1]["target_out_of_reach"]
+            reach = self.srv.request("GET", "/jobs/cli-reach")[1]["target_out_of_reach"]
+            listed = [j for j in self.srv.request("GET", "/jobs")[1]["jobs"]
+                      if j["job_id"] == "cli-reach"]
+            self.assertEqual([j["target_out_of_reach"] for j in listed], [reach])  # the list too
+            return reach
+
+        def listed_out_of_reach():
+            rows = [line for line in self.bso("jobs").stdout.splitlines()
+                    if line.startswith("cli-reach ")]
+            self.assertEqual(len(rows), 1)
+            return "(target out of reach)" in rows[0]
 
         self.assertEqual(run(4), (64, 4, True))
         self.assertIsNone(out_of_reach())
@@ -161,9 +171,11 @@ class Cli(unittest.TestCase):
         self.assertEqual(out_of_reach(), {"since_trial": 1, "trials": trials})
         self.assertIn("warning: no batch size reached the target since trial 1 (%d trials)"
                       % trials, self.bso("show", "cli-reach").stdout)
+        self.assertTrue(listed_out_of_reach())
         self.assertIn(run(4)[0], failed)  # never given up
         self.assertIsNone(out_of_reach())
         self.assertNotIn("warning", self.bso("show", "cli-reach").stdout)
+        self.assertFalse(listed_out_of_reach())
 
     def test_batch_size_over_time(self):
         """Runs that report their samples and mean batch size: `bso trials` and `bso show`

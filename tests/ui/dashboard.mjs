@@ -42,6 +42,10 @@ try {
   const ids = await page.$$eval('tr.job-row td:first-child', tds => tds.map(td => td.textContent));
   check(ids.length === expected.jobs.length, `jobs list shows ${ids.length} of ${expected.jobs.length} jobs`);
   check(expected.jobs.every(j => ids.includes(j.job_id)), 'jobs list has every job id');
+  const tagged = await page.$$eval('tr.job-row:has(.tag.unreachable) td:first-child', tds => tds.map(td => td.textContent));
+  const unreachable = expected.jobs.filter(j => j.out_of_reach).map(j => j.job_id);
+  check(tagged.length === unreachable.length && unreachable.every(id => tagged.includes(id)),
+    `jobs list tags ${unreachable.join(', ')} as out of reach, and no other`);
   await page.screenshot({ path: path.join(outDir, 'jobs.png'), fullPage: true });
   await page.click('th:has-text("Trials")');
   const trialsAsc = await page.$$eval('tr.job-row td:nth-child(5)', tds => tds.map(td => Number(td.textContent)));
