@@ -1,7 +1,7 @@
 /* BSO's own policy: which batch size runs next (search, Thompson sampling, rescue within a
  * recurrence) and when a run stops; see bso_policy.h and docs/policy.md. The rest of the
  * policy: bso_size.c, bso_estimate.c, bso_epoch_cost.c, bso_posterior.c, bso_search.c,
- * bso_change.c. */
+ * bso_thompson.c, bso_change.c. */
 #include "core/bso_policy.h"
 
 #include <math.h>
@@ -10,7 +10,6 @@
 #include "bso/error.h"
 #include "core/bso_policy_internal.h"
 #include "core/job.h"
-#include "core/rng.h"
 
 /* An exploring run past its expected epochs is assumed to need this share again of the epochs
  * it has run: what stopping it weighs against a fresh run of the best (bso_policy_decide). */
@@ -34,9 +33,7 @@ bool bso_policy_struck(const struct bso_job *job, size_t i)
     return job->stats[i].fail_mark > since || (failed_below > since && failed_above > since);
 }
 
-/* The index of the size with the lowest expected cost among those that reached the target
- * (since the job last changed, when fresh_only) and did not just fail, or -1. */
-static int best_good_of(const struct bso_job *job, bool fresh_only)
+int bso_policy_best_good(const struct bso_job *job, bool fresh_only)
 {
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
@@ -50,83 +47,7 @@ static int best_good_of(const struct bso_job *job, bool fresh_only)
 
 static int best_good(const struct bso_job *job)
 {
-    return best_good_of(job, false);
-}
-
-/* What a run at size i that does not reach is expected to cost: max_epochs of it, or less
- * where the beta bound stops it first. */
-static double failed_run_cost(const struct bso_job *job, size_t i)
-{
-    const double to_max = (double)job->spec.max_epochs * bso_bs_cost_per_epoch(&job->stats[i]);
-    const int g = best_good_of(job, true);
-    if (!job->spec.has_beta_knob || g < 0)
-        return to_max;
-    const double bound = job->spec.beta_knob * bso_bs_expected_cost(&job->stats[g]);
-    return bound < to_max ? bound : to_max;
-}
-
-/* Whether stale size i lies past a rise in cost: of the sizes between i and f (the best since
- * the change) that reached since it and drew (draws[k] not NAN), the one nearest to i costs no
- * less than the next nearest (expected). Costs that rise away from the best go on rising (the
- * search's unimodal assumption), so i, known only from before the change, is no cheaper than
- * that nearest size, and its stale draw is not to be believed. One such size between is not
- * enough: a change at one size alone (a spike) rises and falls again. */
-static bool past_a_rise(const struct bso_job *job, const double *draws, int f, size_t i)
-{
-    const int dir = (int)i > f ? -1 : 1;
-    int nearest = -1;
-    for (int k = (int)i + dir; k != f; k += dir) {
-        if (isnan(draws[k]) || !bso_policy_fresh(job, (size_t)k))
-            continue;
-        if (nearest < 0) {
-            nearest = k;
-            continue;
-        }
-        return bso_bs_expected_cost(&job->stats[nearest]) >= bso_bs_expected_cost(&job->stats[k]);
-    }
-    return false;
-}
-
-/* Thompson sampling over the sizes that reached the target (but those that just failed, unless
- * `all`): each draws its epochs from the posterior above, times its cost per epoch; the lowest
- * draw wins, but not a stale size past a rise in cost (past_a_rise). -1 when there is none. */
-static int thompson(struct bso_job *job, bool all)
-{
-    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
-    double draws[BSO_MAX_BATCH_SIZES];
-    bso_policy_epochs_posterior(job, mean_log, sd_log);
-    bool stale = false;
-    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        draws[i] = NAN;
-        if (job->stats[i].successes == 0 || !bso_policy_usable(job, i) ||
-            (!all && bso_policy_struck(job, i)))
-            continue;
-        stale |= bso_policy_stale(job, i);
-        const struct bso_bs_stat *s = &job->stats[i];
-        /* A size made dearer only by the guess that a jump seen elsewhere was the whole
-         * job's draws at its own cost: if that makes it the pick, its run tests the guess. */
-        const double per = bso_bs_unguessed(s, bso_bs_cost_per_epoch(s));
-        double draw = exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per;
-        /* Its last run did not reach (and another size trained a model since): the draw adds
-         * the expected waste of the next not reaching either (as likely as one failure against
-         * its successes, half of each as prior), a run to max_epochs or to the stop at beta
-         * times the best, before another size trains the model. Not in a rescue (`all`),
-         * where every candidate just failed. */
-        if (!all && s->fail_mark > s->success_mark)
-            draw += 1.5 / ((double)s->successes + 2) * failed_run_cost(job, i);
-        draws[i] = draw;
-    }
-    const int f = stale ? best_good_of(job, true) : -1;
-    int best = -1;
-    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        if (isnan(draws[i]))
-            continue;
-        if (f >= 0 && bso_policy_stale(job, i) && past_a_rise(job, draws, f, i))
-            continue;
-        if (best < 0 || draws[i] < draws[best])
-            best = (int)i;
-    }
-    return best;
+    return bso_policy_best_good(job, false);
 }
 
 /* A size's lowest plausible cost to the target: its epochs bound times its cost per epoch. */
@@ -195,7 +116,7 @@ static int rescue(struct bso_job *job)
     }
     if (best >= 0)
         return best;
-    best = thompson(job, true);
+    best = bso_policy_thompson(job, true);
     if (best >= 0)
         return best;
     /* Nothing that ever reached can still run either: a job that trained before is never
@@ -345,10 +266,10 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     }
     /* The search looks around the best measured since the job last changed, when there is
      * one: a size known only from before may have moved. */
-    const int f = best_good_of(job, true);
+    const int f = bso_policy_best_good(job, true);
     const int a = f >= 0 ? f : g;
     const int c = bso_policy_explore(job, a, bso_bs_expected_cost(&job->stats[a]));
-    *batch_size = sp->batch_sizes[c >= 0 ? c : thompson(job, false)];
+    *batch_size = sp->batch_sizes[c >= 0 ? c : bso_policy_thompson(job, false)];
     return 0;
 }
 
@@ -360,7 +281,7 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
         s->first_epoch_cost = out->cost;
     /* Runs are stopped against the best measured since the job last changed: a size's cost
      * from before may no longer hold. */
-    const int g = best_good_of(job, true);
+    const int g = bso_policy_best_good(job, true);
     out->stop_train = true;
     out->converged = reached;
     if (reached) {

@@ -1,6 +1,7 @@
 /*
  * Shared between the files of the bso policy only (bso_size.c, bso_estimate.c,
- * bso_epoch_cost.c, bso_posterior.c, bso_search.c, bso_change.c, bso_policy.c); everyone else
+ * bso_epoch_cost.c, bso_posterior.c, bso_search.c, bso_thompson.c, bso_change.c,
+ * bso_policy.c); everyone else
  * goes through bso_policy.h. Size i is an index
  * into the job's batch sizes; nothing here allocates or keeps a pointer.
  */
@@ -72,6 +73,16 @@ struct bso_line_fit {
 void bso_fit_add(struct bso_line_fit *f, double x, double y, double w);
 /* The slope, or `otherwise` with fewer than two distinct x. */
 double bso_fit_slope(const struct bso_line_fit *f, double otherwise);
+
+/* bso_thompson.c: Thompson sampling over the sizes that reached the target (but those that
+ * just failed in the recurrence, unless `all`): the size of the lowest draw, or -1 when none
+ * may run. Draws from the job's generator. */
+int bso_policy_thompson(struct bso_job *job, bool all);
+
+/* bso_policy.c */
+/* The index of the size with the lowest expected cost among those that reached the target
+ * (since the job last changed, when fresh_only) and did not just fail, or -1. */
+int bso_policy_best_good(const struct bso_job *job, bool fresh_only);
 
 /* bso_search.c */
 bool bso_policy_open_size(const struct bso_job *job, size_t i);

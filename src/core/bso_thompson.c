@@ -1,0 +1,88 @@
+/* BSO's Thompson sampling over the batch sizes that reached the target: each draws its epochs
+ * from the posterior (bso_posterior.c) times its cost per epoch, with what a size that just
+ * failed may waste and without stale sizes the re-measured ones rule out (docs/policy.md, "The
+ * bso policy", item 5, and "When the job changes"). */
+#include "core/bso_policy.h"
+
+#include <math.h>
+
+#include "core/bso_policy_internal.h"
+#include "core/job.h"
+#include "core/rng.h"
+
+/* What a run at size i that does not reach is expected to cost: max_epochs of it, or less
+ * where the beta bound stops it first. */
+static double failed_run_cost(const struct bso_job *job, size_t i)
+{
+    const double to_max = (double)job->spec.max_epochs * bso_bs_cost_per_epoch(&job->stats[i]);
+    const int g = bso_policy_best_good(job, true);
+    if (!job->spec.has_beta_knob || g < 0)
+        return to_max;
+    const double bound = job->spec.beta_knob * bso_bs_expected_cost(&job->stats[g]);
+    return bound < to_max ? bound : to_max;
+}
+
+/* Whether stale size i lies past a rise in cost: of the sizes between i and f (the best since
+ * the change) that reached since it and drew (draws[k] not NAN), the one nearest to i costs no
+ * less than the next nearest (expected). Costs that rise away from the best go on rising (the
+ * search's unimodal assumption), so i, known only from before the change, is no cheaper than
+ * that nearest size, and its stale draw is not to be believed. One such size between is not
+ * enough: a change at one size alone (a spike) rises and falls again. */
+static bool past_a_rise(const struct bso_job *job, const double *draws, int f, size_t i)
+{
+    const int dir = (int)i > f ? -1 : 1;
+    int nearest = -1;
+    for (int k = (int)i + dir; k != f; k += dir) {
+        if (isnan(draws[k]) || !bso_policy_fresh(job, (size_t)k))
+            continue;
+        if (nearest < 0) {
+            nearest = k;
+            continue;
+        }
+        return bso_bs_expected_cost(&job->stats[nearest]) >= bso_bs_expected_cost(&job->stats[k]);
+    }
+    return false;
+}
+
+/* Thompson sampling over the sizes that reached the target (but those that just failed, unless
+ * `all`): each draws its epochs from the posterior (bso_posterior.c), times its cost per
+ * epoch; the lowest draw wins, but not a stale size past a rise in cost (past_a_rise). -1 when
+ * there is none. */
+int bso_policy_thompson(struct bso_job *job, bool all)
+{
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
+    double draws[BSO_MAX_BATCH_SIZES];
+    bso_policy_epochs_posterior(job, mean_log, sd_log);
+    bool stale = false;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        draws[i] = NAN;
+        if (job->stats[i].successes == 0 || !bso_policy_usable(job, i) ||
+            (!all && bso_policy_struck(job, i)))
+            continue;
+        stale |= bso_policy_stale(job, i);
+        const struct bso_bs_stat *s = &job->stats[i];
+        /* A size made dearer only by the guess that a jump seen elsewhere was the whole
+         * job's draws at its own cost: if that makes it the pick, its run tests the guess. */
+        const double per = bso_bs_unguessed(s, bso_bs_cost_per_epoch(s));
+        double draw = exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per;
+        /* Its last run did not reach (and another size trained a model since): the draw adds
+         * the expected waste of the next not reaching either (as likely as one failure against
+         * its successes, half of each as prior), a run to max_epochs or to the stop at beta
+         * times the best, before another size trains the model. Not in a rescue (`all`),
+         * where every candidate just failed. */
+        if (!all && s->fail_mark > s->success_mark)
+            draw += 1.5 / ((double)s->successes + 2) * failed_run_cost(job, i);
+        draws[i] = draw;
+    }
+    const int f = stale ? bso_policy_best_good(job, true) : -1;
+    int best = -1;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        if (isnan(draws[i]))
+            continue;
+        if (f >= 0 && bso_policy_stale(job, i) && past_a_rise(job, draws, f, i))
+            continue;
+        if (best < 0 || draws[i] < draws[best])
+            best = (int)i;
+    }
+    return best;
+}
