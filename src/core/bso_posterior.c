@@ -76,14 +76,19 @@ static double curve_point(const struct bso_job *job, size_t i, double *log_epoch
     return 0;
 }
 
-/* The curve's log epochs at log2 batch size x from the n points (x, y, w), each weighed down by
- * its distance from x as a Gaussian of LOCAL_OCTAVES. */
-static double local_curve(const double *px, const double *py, const double *pw, int n, double x)
+/* The curve's log epochs at size i: a line through every size's point (log_e, weight; weight
+ * 0: none), each weighed down by its distance from i as a Gaussian of LOCAL_OCTAVES. */
+static double local_curve(const struct bso_job *job, const double *log_e, const double *weight,
+                          size_t i)
 {
+    const double x = log2((double)job->spec.batch_sizes[i]);
     struct bso_line_fit fit = {0};
-    for (int k = 0; k < n; k++) {
-        const double d = (px[k] - x) / LOCAL_OCTAVES;
-        bso_fit_add(&fit, px[k], py[k], pw[k] * exp(-d * d / 2));
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        if (!(weight[k] > 0))
+            continue;
+        const double xk = log2((double)job->spec.batch_sizes[k]);
+        const double d = (xk - x) / LOCAL_OCTAVES;
+        bso_fit_add(&fit, xk, log_e[k], weight[k] * exp(-d * d / 2));
     }
     const double slope = bso_fit_slope(&fit, 0);
     return (fit.y - slope * fit.x) / fit.w + slope * x;
@@ -135,19 +140,12 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
      * by runs, over the sizes that reached the target (curve_point). */
     struct bso_line_fit fit = {0};
     double log_e[BSO_MAX_BATCH_SIZES], weight[BSO_MAX_BATCH_SIZES];
-    double px[BSO_MAX_BATCH_SIZES], py[BSO_MAX_BATCH_SIZES], pw[BSO_MAX_BATCH_SIZES];
-    int points = 0;
     for (size_t i = 0; i < n; i++) {
         weight[i] = curve_point(job, i, &log_e[i]);
         if (weight[i] > 0 && bso_policy_stale(job, i))
             log_e[i] += shift;
-        if (weight[i] > 0) {
-            px[points] = log2((double)job->spec.batch_sizes[i]);
-            py[points] = log_e[i];
-            pw[points] = weight[i];
-            bso_fit_add(&fit, px[points], py[points], pw[points]);
-            points++;
-        }
+        if (weight[i] > 0)
+            bso_fit_add(&fit, log2((double)job->spec.batch_sizes[i]), log_e[i], weight[i]);
     }
     const bool changed = bso_policy_change_trial(job) > 0;
     const int k = fit.points;
@@ -176,8 +174,8 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
             continue;
         }
         const double own = (double)s->successes / cv2, line = 1 / scatter;
-        const double x = log2((double)job->spec.batch_sizes[i]);
-        const double on_line = changed ? local_curve(px, py, pw, points, x) : icpt + slope * x;
+        const double on_line = changed ? local_curve(job, log_e, weight, i)
+                                       : icpt + slope * log2((double)job->spec.batch_sizes[i]);
         const double own_log = log(bso_bs_mean_epochs(s)) + (bso_policy_stale(job, i) ? shift : 0);
         mean_log[i] = (own * own_log + line * on_line) / (own + line);
         sd_log[i] = 1 / sqrt(own + line);

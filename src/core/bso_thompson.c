@@ -11,11 +11,10 @@
 #include "core/rng.h"
 
 /* What a run at size i that does not reach is expected to cost: max_epochs of it, or less
- * where the beta bound stops it first. */
-static double failed_run_cost(const struct bso_job *job, size_t i)
+ * where the beta bound (beta times the cost of g, the best since the change) stops it first. */
+static double failed_run_cost(const struct bso_job *job, size_t i, int g)
 {
     const double to_max = (double)job->spec.max_epochs * bso_bs_cost_per_epoch(&job->stats[i]);
-    const int g = bso_policy_best_good(job, true);
     if (!job->spec.has_beta_knob || g < 0)
         return to_max;
     const double bound = job->spec.beta_knob * bso_bs_expected_cost(&job->stats[g]);
@@ -44,6 +43,15 @@ static bool past_a_rise(const struct bso_job *job, const double *draws, int f, s
     return false;
 }
 
+/* The best size since the change (bso_policy_best_good), looked up on first need: *known is -2
+ * until then. */
+static int fresh_best(const struct bso_job *job, int *known)
+{
+    if (*known == -2)
+        *known = bso_policy_best_good(job, true);
+    return *known;
+}
+
 /* Thompson sampling over the sizes that reached the target (but those that just failed, unless
  * `all`): each draws its epochs from the posterior (bso_posterior.c), times its cost per
  * epoch; the lowest draw wins, but not a stale size past a rise in cost (past_a_rise). -1 when
@@ -53,13 +61,12 @@ int bso_policy_thompson(struct bso_job *job, bool all)
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
     double draws[BSO_MAX_BATCH_SIZES];
     bso_policy_epochs_posterior(job, mean_log, sd_log);
-    bool stale = false;
+    int f = -2; /* the best since the change, once a failed size or a stale one needs it */
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         draws[i] = NAN;
         if (job->stats[i].successes == 0 || !bso_policy_usable(job, i) ||
             (!all && bso_policy_struck(job, i)))
             continue;
-        stale |= bso_policy_stale(job, i);
         const struct bso_bs_stat *s = &job->stats[i];
         /* A size made dearer only by the guess that a jump seen elsewhere was the whole
          * job's draws at its own cost: if that makes it the pick, its run tests the guess. */
@@ -71,15 +78,14 @@ int bso_policy_thompson(struct bso_job *job, bool all)
          * times the best, before another size trains the model. Not in a rescue (`all`),
          * where every candidate just failed. */
         if (!all && s->fail_mark > s->success_mark)
-            draw += 1.5 / ((double)s->successes + 2) * failed_run_cost(job, i);
+            draw += 1.5 / ((double)s->successes + 2) * failed_run_cost(job, i, fresh_best(job, &f));
         draws[i] = draw;
     }
-    const int f = stale ? bso_policy_best_good(job, true) : -1;
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         if (isnan(draws[i]))
             continue;
-        if (f >= 0 && bso_policy_stale(job, i) && past_a_rise(job, draws, f, i))
+        if (bso_policy_stale(job, i) && fresh_best(job, &f) >= 0 && past_a_rise(job, draws, f, i))
             continue;
         if (best < 0 || draws[i] < draws[best])
             best = (int)i;

@@ -62,7 +62,6 @@ bool bso_h_int_param(struct bso_request *req, struct bso_response *res, const ch
 struct list_ctx {
     struct jbuf *b;
     int64_t rows;
-    char last_id[BSO_JOB_ID_MAX + 1];
     int64_t last_number;
     const struct bso_job_spec *spec;
 };
