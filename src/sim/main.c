@@ -33,7 +33,8 @@ static int usage(FILE *f)
             "from --traces, else BSO_TRACES, else ../shared/traces. With --server the decisions\n"
             "come from a live bso-server over HTTP instead of the in-process policy.\n"
             "Writes summary.csv, curves.csv and regret.svg to --out (default sim-out);\n"
-            "--decisions writes every run (batch size, outcome, cost) as CSV.\n"
+            "--decisions writes every run (policy, recurrence, batch size, epochs run, outcome,\n"
+            "cost) as CSV.\n"
             "--profile probe gives the policy a device profile derived from the traces before the\n"
             "first recurrence (samples/s and J/sample per batch size, each rate off by a\n"
             "log-normal --probe-noise), and charges the first recurrence --probe-steps training\n"
@@ -278,7 +279,9 @@ int main(int argc, char **argv)
         plan.opt.trace = strcmp(decisions, "-") == 0 ? stdout : fopen(decisions, "w");
         if (!plan.opt.trace)
             return fail("cannot write %s: %s", decisions, strerror(errno));
-        fprintf(plan.opt.trace, "workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost\n");
+        fprintf(plan.opt.trace,
+                "workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost,policy,recurrence,"
+                "epochs_run\n");
     }
     int rc = sim_plan_run(&plan, err, sizeof err);
     if (plan.opt.trace && plan.opt.trace != stdout)

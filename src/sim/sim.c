@@ -9,6 +9,7 @@
 #include "bso/power.h"
 #include "core/cost.h"
 #include "core/rng.h"
+#include "core/spec.h"
 #include "sim/profile.h"
 
 /* Launches in one recurrence before its operator gives up on it. */
@@ -141,7 +142,22 @@ static bool is_unfit(const struct sim_job *job, int64_t bs)
 struct run_state {
     int64_t runs_at[SIM_MAX_BS]; /* how many runs each batch size has had */
     bool profiled[SIM_MAX_BS];   /* jit: the first epoch at this size profiled the limits */
+    int64_t recurrence;          /* the one being replayed, from 1 (for --decisions) */
 };
+
+/* One line of --decisions: the run's job, trial and size, the epoch its path reaches the target
+ * at (-1: never), how it ended, its cost, and which policy ran which recurrence how many
+ * epochs (the last three columns). */
+static void trace_run(const struct sim_job *job, const struct sim_options *opt,
+                      const struct run_state *st, int64_t trial, int64_t bs, int64_t target_epoch,
+                      const char *outcome, double cost, int64_t epochs_run)
+{
+    if (opt->trace)
+        fprintf(opt->trace, "%s,%s,%lld,%lld,%lld,%lld,%s,%.6g,%s,%lld,%lld\n", job->w.dataset,
+                job->gpu, (long long)opt->seed, (long long)trial, (long long)bs,
+                (long long)target_epoch, outcome, cost, bso_policy_name(opt->policy),
+                (long long)st->recurrence, (long long)epochs_run);
+}
 
 /* One run: its cost, its batch size, and whether it reached the target. */
 static int run_once(const struct sim_job *job, const struct sim_options *opt,
@@ -166,9 +182,7 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
             snprintf(err, errcap, "%s", drv->err);
             return -1;
         }
-        if (opt->trace)
-            fprintf(opt->trace, "%s,%s,%lld,%lld,%lld,-1,out-of-memory,%.6g\n", job->w.dataset,
-                    job->gpu, (long long)opt->seed, (long long)trial, (long long)bs, *cost);
+        trace_run(job, opt, st, trial, bs, -1, "out-of-memory", *cost, 0);
         return 0;
     }
     if (b == SIZE_MAX) {
@@ -183,7 +197,9 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
     double time = 0, energy = 0;
     const double off = job->w.higher_is_better ? job->w.target - 1 : job->w.target + 1;
     *reached = false;
+    int64_t ran = 0;
     for (int64_t e = 1; e <= 4 * job->w.max_epochs; e++) {
+        ran = e;
         if (opt->jit && !st->profiled[b]) {
             /* The first epoch at a new size profiles every limit: charged at their mean. */
             double t = 0, j = 0;
@@ -216,10 +232,8 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
     }
     *cost = bso_cost(energy, time, opt->eta, job->max_power);
     *bs_out = bs;
-    if (opt->trace)
-        fprintf(opt->trace, "%s,%s,%lld,%lld,%lld,%lld,%s,%.6g\n", job->w.dataset, job->gpu,
-                (long long)opt->seed, (long long)trial, (long long)bs,
-                (long long)(te > 0 ? te : -1), *reached ? "reached" : "stopped", *cost);
+    trace_run(job, opt, st, trial, bs, te > 0 ? te : -1, *reached ? "reached" : "stopped", *cost,
+              ran);
     return 0;
 }
 
@@ -349,6 +363,7 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
         }
         if (rc < 0)
             break;
+        st.recurrence = r + 1;
         struct sim_phase_result *ph = &res->phase[k];
         bool reached = false;
         int attempts = 0;

@@ -249,6 +249,21 @@ class Sim(unittest.TestCase):
                 mark = "x" if row["outcome"] == "stopped" else ""
                 got.setdefault(row["seed"], []).append(row["batch_size"] + mark)
             self.assertEqual({k: ",".join(v) for k, v in got.items()}, expected)
+            # Each run says its policy, its recurrence (one per recurrence here: a run stopped
+            # early leaves its recurrence to the next run) and the epochs it ran: a run that
+            # reached ran to its path's target epoch, one stopped ran fewer.
+            for seed in ("1", "2"):
+                rows = [r for r in decisions(path) if r["seed"] == seed]
+                self.assertEqual({r["policy"] for r in rows}, {"zeus"})
+                recurrences = [int(r["recurrence"]) for r in rows]
+                self.assertEqual(recurrences, sorted(recurrences))
+                self.assertEqual(set(recurrences), set(range(1, 31)))
+                for r in rows:
+                    if r["outcome"] == "reached":
+                        self.assertEqual(r["epochs_run"], r["target_epoch"], r)
+                    elif int(r["target_epoch"]) > 0:
+                        self.assertLess(int(r["epochs_run"]), int(r["target_epoch"]), r)
+            self.assertGreater(len(decisions(path)), 60)  # seed 2's stopped run is one more
             # The same command again gives the same decisions, for both policies.
             for policy in ("zeus", "bso"):
                 runs = []
