@@ -165,7 +165,8 @@ static int collect_job(void *ctx, const struct bso_job_summary *r)
 }
 
 /* One row of GET /jobs: the summary, and whether the job's target is out of reach (its
- * statistics, loaded with the job: the summary does not carry them). */
+ * statistics, loaded with the job: the summary does not carry them). Only the bso policy
+ * tells (bso_policy_out_of_reach): a zeus-policy job is not loaded for it. */
 static int encode_job_row(struct jbuf *b, struct bso_session *s, const struct bso_job_summary *r)
 {
     jb_obj(b);
@@ -191,6 +192,14 @@ static int encode_job_row(struct jbuf *b, struct bso_session *s, const struct bs
         jb_str(b, r->tenant);
     else
         jb_null(b);
+    jb_key(b, "policy");
+    jb_str(b, bso_policy_name(r->policy));
+    if (r->policy != BSO_POLICY_BSO) {
+        jb_key(b, "target_out_of_reach");
+        jb_null(b);
+        jb_end(b);
+        return 0;
+    }
     struct bso_job job;
     const int rc = bso_session_load_job(s, r->job_id, 0, &job);
     if (rc < 0)

@@ -246,6 +246,8 @@ void bso_column_read_summary(const struct bso_row *r, struct bso_job_summary *ou
     out->min_cost_batch_size = r->i64(r->ctx, 5);
     snprintf(out->created_at, sizeof out->created_at, "%s", r->text(r->ctx, 6));
     snprintf(out->tenant, sizeof out->tenant, "%s", r->text(r->ctx, 7));
+    const int policy = bso_policy_parse(r->text(r->ctx, 8));
+    out->policy = policy < 0 ? BSO_POLICY_ZEUS : policy;
 }
 
 int bso_column_parse_unfit(const char *text, struct bso_job_spec *spec)

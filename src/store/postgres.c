@@ -282,7 +282,7 @@ static const char *const stmt_sql[ST_COUNT] = {
                      " min_cost_batch_size = default_batch_size WHERE job_id = $1",
     [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = $1",
     [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
-                     " min_cost_batch_size, created_at, tenant FROM job WHERE job_id > $1"
+                     " min_cost_batch_size, created_at, tenant, policy FROM job WHERE job_id > $1"
                      " AND ($3::text IS NULL OR coalesce(tenant, '') = $3) ORDER BY job_id"
                      " LIMIT $2",
     [ST_LIST_TRIALS] =

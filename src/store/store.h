@@ -115,6 +115,7 @@ struct bso_job_summary {
     double min_cost;
     int64_t min_cost_batch_size;
     char created_at[32];
+    int policy; /* enum bso_policy */
 };
 
 /* Calls fn for up to limit jobs with ids after `after` (NULL: from the start), in id order. */

@@ -148,6 +148,7 @@ class Cli(unittest.TestCase):
             listed = [j for j in self.srv.request("GET", "/jobs")[1]["jobs"]
                       if j["job_id"] == "cli-reach"]
             self.assertEqual([j["target_out_of_reach"] for j in listed], [reach])  # the list too
+            self.assertEqual([j["policy"] for j in listed], ["bso"])
             return reach
 
         def listed_out_of_reach():

@@ -106,6 +106,9 @@ class Config(unittest.TestCase):
                 self.assertEqual(srv.register(fake_job("test-new"))[0], 201)
                 policy = lambda j: srv.request("GET", "/jobs/" + j)[1]["spec"]["policy"]
                 self.assertEqual((policy("test-old"), policy("test-new")), ("zeus", "bso"))
+                # The job list says each job's policy too.
+                listed = {j["job_id"]: j["policy"] for j in srv.request("GET", "/jobs")[1]["jobs"]}
+                self.assertEqual(listed, {"test-old": "zeus", "test-new": "bso"})
                 self.assertEqual(srv.register(dict(fake_job("test-old"), policy="bso"))[0], 409)
                 self.assertEqual(srv.register(dict(fake_job("test-old"), policy="zeus"))[0], 200)
         out = run(["--default-policy", "greedy"])
