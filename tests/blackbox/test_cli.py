@@ -155,6 +155,7 @@ class Cli(unittest.TestCase):
             rows = [line for line in self.bso("jobs").stdout.splitlines()
                     if line.startswith("cli-reach ")]
             self.assertEqual(len(rows), 1)
+            self.assertEqual(rows[0].split()[2], "bso")  # JOB STAGE POLICY ...
             return "(target out of reach)" in rows[0]
 
         self.assertEqual(run(4), (64, 4, True))
