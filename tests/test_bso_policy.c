@@ -806,6 +806,45 @@ static void test_stale_size_past_a_rise_in_cost_is_not_drawn(void **state)
     assert_true(stale_size_chosen_past(100, 90) > 300);
 }
 
+/* The job changed at trial 20: 32 (10 epochs x 80) is the best since, and 256 is known only
+ * from before (10 x 60: the cheapest, if that still held). Since the change, 64 ran to
+ * max_epochs without reaching, and so did 128 when `both`. How often in 400 choices 256 is
+ * handed out. */
+static int stale_size_chosen_past_failures(bool both)
+{
+    struct bso_job job;
+    start(&job);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++) {
+        job.stats[i].status = BSO_BS_FAILED; /* ruled out: no exploring */
+        job.stats[i].change_mark = 20;
+    }
+    set_reached(&job, 4, 4, 10, 60, 10);
+    for (size_t i = 2; i <= (both ? 3u : 2u); i++) { /* failed since, after their last success */
+        job.stats[i].fail_mark = 19 + (double)i;
+        job.stats[i].runs = 1;
+        job.stats[i].epochs_sum = 20;
+        job.stats[i].cost_sum = 20 * 100;
+    }
+    set_reached(&job, 1, 4, 10, 80, 23); /* and 32 trained that recurrence's model */
+    job.last_trial_number = 25;
+    assert_true(job.stats[4].success_mark < job.stats[4].change_mark);  /* 256: stale */
+    assert_true(job.stats[1].success_mark >= job.stats[1].change_mark); /* 32: fresh */
+    const int n = times_chosen(&job, 256, 400);
+    bso_job_clear(&job);
+    return n;
+}
+
+/* A size that ran to max_epochs since the change is as dear as can be: two of them in a row,
+ * going out from the best since the change, are a rise in cost, and 256's cost from before is
+ * not believed past them. One alone may be a spike (a change at that size only), and bounds
+ * nothing. */
+static void test_stale_size_past_two_failures_is_not_drawn(void **state)
+{
+    (void)state;
+    assert_int_equal(stale_size_chosen_past_failures(true), 0);
+    assert_true(stale_size_chosen_past_failures(false) > 300);
+}
+
 /* Every size reached ten times (16..256: 6, 7, 8, 14, 19 epochs); then 64's epochs halve and
  * raise the alarm, and 32 and 128 reach once each since. With `agree`, theirs halved too: three
  * sizes agree that the change halved every size's epochs, and the sizes known only from before
@@ -1319,6 +1358,7 @@ int main(void)
         cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
+        cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),

@@ -22,23 +22,34 @@ static double failed_run_cost(const struct bso_job *job, size_t i, int g)
 }
 
 /* Whether stale size i lies past a rise in cost: of the sizes between i and f (the best since
- * the change) that reached since it and drew (draws[k] not NAN), the one nearest to i costs no
- * less than the next nearest (expected). Costs that rise away from the best go on rising (the
- * search's unimodal assumption), so i, known only from before the change, is no cheaper than
- * that nearest size, and its stale draw is not to be believed. One such size between is not
- * enough: a change at one size alone (a spike) rises and falls again. */
+ * the change) that reached since it and drew (draws[k] not NAN), or ran to max_epochs since
+ * without reaching (as dear as can be), the one nearest to i costs no less than the next
+ * nearest (expected). Costs that rise away from the best go on rising (the search's unimodal
+ * assumption), so i, known only from before the change, is no cheaper than that nearest size,
+ * and its stale draw is not to be believed. One such size between is not enough: a change at
+ * one size alone (a spike) rises and falls again. */
 static bool past_a_rise(const struct bso_job *job, const double *draws, int f, size_t i)
 {
+    const double change = (double)bso_policy_change_trial(job);
     const int dir = (int)i > f ? -1 : 1;
     int nearest = -1;
+    double nearest_cost = 0;
     for (int k = (int)i + dir; k != f; k += dir) {
-        if (isnan(draws[k]) || !bso_policy_fresh(job, (size_t)k))
+        const struct bso_bs_stat *s = &job->stats[k];
+        double cost;
+        if (!isnan(draws[k]) && bso_policy_fresh(job, (size_t)k))
+            cost = bso_bs_expected_cost(s);
+        else if (s->status == BSO_BS_FAILED && s->fail_mark >= change &&
+                 s->fail_mark > s->success_mark)
+            cost = INFINITY;
+        else
             continue;
         if (nearest < 0) {
             nearest = k;
+            nearest_cost = cost;
             continue;
         }
-        return bso_bs_expected_cost(&job->stats[nearest]) >= bso_bs_expected_cost(&job->stats[k]);
+        return nearest_cost >= cost;
     }
     return false;
 }
