@@ -194,18 +194,17 @@ static int encode_job_row(struct jbuf *b, struct bso_session *s, const struct bs
         jb_null(b);
     jb_key(b, "policy");
     jb_str(b, bso_policy_name(r->policy));
-    if (r->policy != BSO_POLICY_BSO) {
+    if (r->policy == BSO_POLICY_BSO) {
+        struct bso_job job;
+        const int rc = bso_session_load_job(s, r->job_id, 0, &job);
+        if (rc < 0)
+            return rc;
+        encode_reach(b, &job);
+        bso_job_clear(&job);
+    } else {
         jb_key(b, "target_out_of_reach");
         jb_null(b);
-        jb_end(b);
-        return 0;
     }
-    struct bso_job job;
-    const int rc = bso_session_load_job(s, r->job_id, 0, &job);
-    if (rc < 0)
-        return rc;
-    encode_reach(b, &job);
-    bso_job_clear(&job);
     jb_end(b);
     return 0;
 }
