@@ -27,10 +27,11 @@ static double failed_run_cost(const struct bso_job *job, size_t i, int g)
  * nearest (expected). Costs that rise away from the best go on rising (the search's unimodal
  * assumption), so i, known only from before the change, is no cheaper than that nearest size,
  * and its stale draw is not to be believed. One such size between is not enough: a change at
- * one size alone (a spike) rises and falls again. */
-static bool past_a_rise(const struct bso_job *job, const double *draws, int f, size_t i)
+ * one size alone (a spike) rises and falls again. `change`: the trial that found the change
+ * (bso_policy_change_trial). */
+static bool past_a_rise(const struct bso_job *job, const double *draws, int f, size_t i,
+                        double change)
 {
-    const double change = (double)bso_policy_change_trial(job);
     const int dir = (int)i > f ? -1 : 1;
     int nearest = -1;
     double nearest_cost = 0;
@@ -72,6 +73,7 @@ int bso_policy_thompson(struct bso_job *job, bool all)
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
     double draws[BSO_MAX_BATCH_SIZES];
     bso_policy_epochs_posterior(job, mean_log, sd_log);
+    const double change = (double)bso_policy_change_trial(job);
     int f = -2; /* the best since the change, once a failed size or a stale one needs it */
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         draws[i] = NAN;
@@ -96,7 +98,8 @@ int bso_policy_thompson(struct bso_job *job, bool all)
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         if (isnan(draws[i]))
             continue;
-        if (bso_policy_stale(job, i) && fresh_best(job, &f) >= 0 && past_a_rise(job, draws, f, i))
+        if (bso_policy_stale(job, i) && fresh_best(job, &f) >= 0 &&
+            past_a_rise(job, draws, f, i, change))
             continue;
         if (best < 0 || draws[i] < draws[best])
             best = (int)i;

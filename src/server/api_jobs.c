@@ -128,11 +128,12 @@ void bso_h_delete_job(struct bso_request *req, struct bso_response *res)
 }
 
 /* Whether the target is out of reach for now (bso_policy_out_of_reach): "target_out_of_reach"
- * {since_trial (the last success; null: none ever), trials (since then)} or null. */
+ * {since_trial (the last success; null: none ever), trials (since then)} or null; null too
+ * for a job not loaded (NULL: a zeus-policy job, which that never judges). */
 static void encode_reach(struct jbuf *b, const struct bso_job *job)
 {
-    int64_t since;
-    const int64_t trials = bso_policy_out_of_reach(job, &since);
+    int64_t since = 0;
+    const int64_t trials = job ? bso_policy_out_of_reach(job, &since) : 0;
     jb_key(b, "target_out_of_reach");
     if (trials <= 0) {
         jb_null(b);
@@ -202,8 +203,7 @@ static int encode_job_row(struct jbuf *b, struct bso_session *s, const struct bs
         encode_reach(b, &job);
         bso_job_clear(&job);
     } else {
-        jb_key(b, "target_out_of_reach");
-        jb_null(b);
+        encode_reach(b, NULL);
     }
     jb_end(b);
     return 0;
