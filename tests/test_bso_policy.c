@@ -989,6 +989,75 @@ static void test_rescue_skips_sizes_that_cannot_reach(void **state)
     }
 }
 
+/* 16 and 32 reached, and both just failed in this recurrence; every other size ran to
+ * max_epochs (20) long ago and is not open. 16 is the cheaper run (10 epochs at 100 against
+ * 12), but reached once in five runs to the end (four misses), 32 three times in five: a model
+ * costs about 1000 + 3 x 2000 at 16 and 1200 + 0.7 x 2000 at 32, so the rescue hands out 32.
+ * Had 16 never missed, it would go first. A run that ran to max_epochs counts as a miss; one
+ * stopped for its cost does not. */
+static void test_rescue_weighs_how_often_a_size_reaches(void **state)
+{
+    (void)state;
+    for (int reliable = 0; reliable <= 1; reliable++) {
+        struct bso_job job;
+        start(&job);
+        for (size_t i = 2; i < job.spec.n_batch_sizes; i++) {
+            job.stats[i].status = BSO_BS_FAILED;
+            job.stats[i].fail_mark = 1;
+        }
+        set_reached(&job, 0, 1, 10, 100, 10);
+        set_reached(&job, 1, 3, 12, 100, 11);
+        job.stats[0].misses = reliable ? 0 : 4;
+        job.stats[1].misses = 2;
+        job.stats[0].fail_mark = 12;
+        job.stats[1].fail_mark = 13;
+        job.last_trial_number = 13;
+        int64_t got;
+        assert_int_equal(bso_policy_choose(&job, &got), 0);
+        assert_int_equal(got, reliable ? 16 : 32);
+        bso_job_clear(&job);
+    }
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 4, 8, 100, 4);
+    observe_at(&job, 2, 5, 20, 100, BSO_RUN_FAILED);
+    assert_true(job.stats[2].misses == 1);
+    observe_at(&job, 2, 6, 9, 100, BSO_RUN_KILLED);
+    observe_at(&job, 2, 7, 1, 100, BSO_RUN_PASSED);
+    assert_true(job.stats[2].misses == 1);
+    bso_job_clear(&job);
+}
+
+/* 16 and 32 reached in 8 and 10 epochs (nearly flat) and both just failed in this recurrence;
+ * 64 and 128 ran to max_epochs long ago. 256 and 512 were never tried: the flat curve says
+ * they would reach, but they lie three octaves and more from any size that reached, where that
+ * curve is an extrapolation (past a small critical batch size, epochs grow with the batch).
+ * The rescue turns to 32 (the cheaper model) instead. */
+static void test_rescue_keeps_near_the_sizes_that_reached(void **state)
+{
+    (void)state;
+    static const int64_t sizes[] = {16, 32, 64, 128, 256, 512};
+    struct bso_job job;
+    start_with(&job, sizes, 6, -1);
+    set_reached(&job, 0, 6, 8, 100, 10);
+    set_reached(&job, 1, 6, 10, 60, 11);
+    for (size_t i = 2; i <= 3; i++) {
+        struct bso_bs_stat *s = &job.stats[i];
+        s->status = BSO_BS_FAILED;
+        s->runs = s->total_runs = s->misses = 1;
+        s->epochs_sum = 20;
+        s->cost_sum = 20 * 50;
+        s->fail_mark = (double)i;
+    }
+    job.stats[0].fail_mark = 12;
+    job.stats[1].fail_mark = 13;
+    job.last_trial_number = 13;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 32);
+    bso_job_clear(&job);
+}
+
 /* 64 reached at trial 1, then no run reaches: while a size may still train the model (tried
  * sizes that did not fail since, open sizes expected to reach within max_epochs) the target is
  * not out of reach; once 16, 64 and 256 failed (32 and 128 lie between failures) it is, since
@@ -1363,6 +1432,8 @@ int main(void)
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
         cmocka_unit_test(test_rescue_skips_sizes_that_cannot_reach),
+        cmocka_unit_test(test_rescue_weighs_how_often_a_size_reaches),
+        cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_rescue_when_no_size_reached_since_the_change),
         cmocka_unit_test(test_target_out_of_reach),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),

@@ -83,10 +83,14 @@ static void assert_same_job(const struct bso_job *a, const struct bso_job *b)
         assert_int_equal(x->successes, y->successes);
         const double fx[] = {x->sum_epochs,       x->sum_sq_epochs,  x->min_epochs,
                              x->cost_sum,         x->epochs_sum,     x->censored_epochs,
-                             x->first_epoch_cost, x->warm_first_sum, x->warm_steady_sum};
+                             x->first_epoch_cost, x->warm_first_sum, x->warm_steady_sum,
+                             x->success_mark,     x->fail_mark,      x->total_runs,
+                             x->total_successes,  x->misses};
         const double fy[] = {y->sum_epochs,       y->sum_sq_epochs,  y->min_epochs,
                              y->cost_sum,         y->epochs_sum,     y->censored_epochs,
-                             y->first_epoch_cost, y->warm_first_sum, y->warm_steady_sum};
+                             y->first_epoch_cost, y->warm_first_sum, y->warm_steady_sum,
+                             y->success_mark,     y->fail_mark,      y->total_runs,
+                             y->total_successes,  y->misses};
         for (size_t f = 0; f < sizeof fx / sizeof *fx; f++)
             assert_true(same_double(fx[f], fy[f]));
     }
@@ -300,6 +304,41 @@ static void test_cache_mirrors_database(void **state)
     twin_close(&t);
 }
 
+/* Every statistic the bso policy keeps of a size survives the database: saved from one
+ * session, read back by a store that keeps nothing in memory. */
+static void test_size_statistics_round_trip(void **state)
+{
+    (void)state;
+    struct twin t;
+    twin_open(&t, 0);
+    register_both(&t, "test-stats", BSO_POLICY_BSO, 0);
+    struct bso_job job, back;
+    assert_int_equal(bso_session_begin_write(t.p, "test-stats"), 0);
+    assert_int_equal(bso_session_load_job(t.p, "test-stats", 0, &job), 0);
+    struct bso_bs_stat *s = &job.stats[1];
+    double *f[] = {&s->drift_up,          &s->drift_down,  &s->drift_fail, &s->success_mark,
+                   &s->fail_mark,         &s->change_mark, &s->total_runs, &s->total_successes,
+                   &s->prior_epochs,      &s->streak_runs, &s->cost_shift, &s->pre_change_epochs,
+                   &s->streak_sum_epochs, &s->misses};
+    for (size_t k = 0; k < sizeof f / sizeof *f; k++)
+        *f[k] = 1.25 + (double)k;
+    assert_int_equal(bso_session_save(t.p, &job, BSO_CHANGED_ALL_STATS, NULL, false, 0), 0);
+    assert_int_equal(bso_session_commit(t.p), 0);
+    assert_int_equal(bso_session_begin_read(t.p), 0);
+    assert_int_equal(bso_session_load_job(t.p, "test-stats", 0, &back), 0);
+    bso_session_rollback(t.p);
+    const struct bso_bs_stat *b = &back.stats[1];
+    const double g[] = {b->drift_up,          b->drift_down,  b->drift_fail, b->success_mark,
+                        b->fail_mark,         b->change_mark, b->total_runs, b->total_successes,
+                        b->prior_epochs,      b->streak_runs, b->cost_shift, b->pre_change_epochs,
+                        b->streak_sum_epochs, b->misses};
+    for (size_t k = 0; k < sizeof g / sizeof *g; k++)
+        assert_true(same_double(g[k], 1.25 + (double)k));
+    bso_job_clear(&job);
+    bso_job_clear(&back);
+    twin_close(&t);
+}
+
 static void test_small_cache_evicts_and_stays_right(void **state)
 {
     (void)state;
@@ -389,6 +428,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cache_mirrors_database),
+        cmocka_unit_test(test_size_statistics_round_trip),
         cmocka_unit_test(test_small_cache_evicts_and_stays_right),
         cmocka_unit_test(test_deleted_job_is_forgotten),
         cmocka_unit_test(test_stale_read_is_not_kept),

@@ -96,7 +96,7 @@ static void forget(struct bso_job *job, size_t i, double since)
             s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
             continue;
         }
-        s->drift_up = s->drift_down = s->drift_fail = 0;
+        s->drift_up = s->drift_down = s->drift_fail = s->misses = 0;
         s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
         s->censored_epochs = 0;
         s->change_mark = (double)job->last_trial_number;
@@ -208,6 +208,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     }
     s->total_runs++;
     s->total_successes += reached;
+    s->misses += end == BSO_RUN_FAILED;
     s->runs++;
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;

@@ -72,9 +72,31 @@ static double rescue_reach(const struct bso_job *job)
     return (double)job->spec.max_epochs * bso_policy_noise_margin(job, 1);
 }
 
+/* How far (in octaves) from every size that ever reached the target an open size's estimate is
+ * no longer believed in a rescue: the curve it comes from is then an extrapolation, and epochs
+ * may grow far faster than it (past a small critical batch size) or a size may diverge. */
+#define RESCUE_OCTAVES 2.0
+
+/* Whether size k lies within RESCUE_OCTAVES of a size that ever reached the target (any size,
+ * while none has: there is no curve to extrapolate then). */
+static bool near_a_reached_size(const struct bso_job *job, size_t k)
+{
+    const double at = log2((double)job->spec.batch_sizes[k]);
+    bool any = false;
+    for (size_t j = 0; j < job->spec.n_batch_sizes; j++) {
+        if (!(job->stats[j].total_successes > 0))
+            continue;
+        any = true;
+        if (fabs(log2((double)job->spec.batch_sizes[j]) - at) <= RESCUE_OCTAVES)
+            return true;
+    }
+    return !any;
+}
+
 /* Whether size k may train the model a recurrence still needs (rescue): it may run, is not
- * struck out in the recurrence, and reached the target before or is open and expected to
- * reach it within `reach` epochs. Its expected cost then goes to *cost. */
+ * struck out in the recurrence, and reached the target before or is open, near a size that
+ * reached (near_a_reached_size), and expected to reach it within `reach` epochs. Its expected
+ * cost then goes to *cost. */
 static bool may_rescue(const struct bso_job *job, size_t k, double reach, double *cost)
 {
     const struct bso_bs_stat *s = &job->stats[k];
@@ -84,7 +106,7 @@ static bool may_rescue(const struct bso_job *job, size_t k, double reach, double
         *cost = bso_bs_expected_cost(s);
         return true;
     }
-    if (!bso_policy_open_size(job, k))
+    if (!bso_policy_open_size(job, k) || !near_a_reached_size(job, k))
         return false;
     const double epochs = expected_open_epochs(job, k);
     if (epochs > reach)
@@ -93,13 +115,26 @@ static bool may_rescue(const struct bso_job *job, size_t k, double reach, double
     return true;
 }
 
+/* What a model is expected to cost at size i, which reached the target before, when each run
+ * there reaches only by chance (bso_bs_reach_chance, p): its expected cost, and (1 - p) / p
+ * runs to max_epochs wasted on the way. */
+static double cost_per_model(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    const double p = bso_bs_reach_chance(s);
+    return bso_bs_expected_cost(s) +
+           (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
+}
+
 /* The recurrence still needs a model and every size that reached the target failed in it (or
  * the job changed and none has reached since): the size most likely to be cheap that is not
  * struck out in it, one that reached judged by its expected cost, an open one by its expected
  * epochs (expected_open_epochs) times its cost per epoch. An open size whose expected epochs
  * pass max_epochs by more than the noise margin of an estimate resting on one run cannot be
  * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
- * of those that failed. -1 when nothing can run. */
+ * of those that reached and failed: the cheapest per model (cost_per_model), so that a size
+ * that reaches one run in five is not tried again and again while one that reaches three in
+ * five, a little dearer per run, waits. -1 when nothing can run. */
 static int rescue(struct bso_job *job)
 {
     const double reach = rescue_reach(job);
@@ -116,7 +151,15 @@ static int rescue(struct bso_job *job)
     }
     if (best >= 0)
         return best;
-    best = bso_policy_thompson(job, true);
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        if (job->stats[k].successes == 0 || !bso_policy_usable(job, k))
+            continue;
+        const double cost = cost_per_model(job, k);
+        if (isfinite(cost) && (best < 0 || cost < best_cost)) {
+            best = (int)k;
+            best_cost = cost;
+        }
+    }
     if (best >= 0)
         return best;
     /* Nothing that ever reached can still run either: a job that trained before is never
@@ -269,7 +312,7 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     const int f = bso_policy_best_good(job, true);
     const int a = f >= 0 ? f : g;
     const int c = bso_policy_explore(job, a, bso_bs_expected_cost(&job->stats[a]));
-    *batch_size = sp->batch_sizes[c >= 0 ? c : bso_policy_thompson(job, false)];
+    *batch_size = sp->batch_sizes[c >= 0 ? c : bso_policy_thompson(job)];
     return 0;
 }
 

@@ -86,6 +86,9 @@ struct bso_bs_stat {
      * `runs` and `successes` (the weights of the evidence the policy keeps) stop being once
      * the job changed or a window forgets. */
     double total_runs, total_successes;
+    /* Runs that ran to max_epochs without reaching the target (since the job last changed, for
+     * a size that started over then): beside `successes`, how often a run here reaches. */
+    double misses;
     /* Epochs-to-target this size needed in the job this one was transferred from (other
      * hardware; epochs do not depend on it), until the size reaches here: then it joins the
      * size's runs as one run more. 0: none. */

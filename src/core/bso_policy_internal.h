@@ -29,6 +29,9 @@ double bso_bs_mean_epochs(const struct bso_bs_stat *s);
 double bso_bs_unguessed(const struct bso_bs_stat *s, double per);
 /* One more run that reached in e epochs, within a window of the last w runs (0: all). */
 void bso_bs_add_epochs(struct bso_bs_stat *s, double e, int64_t w);
+/* The chance that a run at the size reaches the target: its runs that reached against those
+ * that ran to max_epochs without (misses), half of each as prior. */
+double bso_bs_reach_chance(const struct bso_bs_stat *s);
 /* Forgets every run's epochs (not its cost per epoch). */
 void bso_bs_clear_epochs(struct bso_bs_stat *s);
 
@@ -75,9 +78,9 @@ void bso_fit_add(struct bso_line_fit *f, double x, double y, double w);
 double bso_fit_slope(const struct bso_line_fit *f, double otherwise);
 
 /* bso_thompson.c: Thompson sampling over the sizes that reached the target (but those that
- * just failed in the recurrence, unless `all`): the size of the lowest draw, or -1 when none
- * may run. Draws from the job's generator. */
-int bso_policy_thompson(struct bso_job *job, bool all);
+ * just failed in the recurrence): the size of the lowest draw, or -1 when none may run. Draws
+ * from the job's generator. */
+int bso_policy_thompson(struct bso_job *job);
 
 /* bso_policy.c */
 /* The index of the size with the lowest expected cost among those that reached the target

@@ -74,3 +74,8 @@ double bso_bs_expected_cost(const struct bso_bs_stat *s)
 {
     return s->successes > 0 ? bso_bs_mean_epochs(s) * bso_bs_cost_per_epoch(s) : NAN;
 }
+
+double bso_bs_reach_chance(const struct bso_bs_stat *s)
+{
+    return (s->successes + 0.5) / (s->successes + s->misses + 1);
+}

@@ -64,11 +64,11 @@ static int fresh_best(const struct bso_job *job, int *known)
     return *known;
 }
 
-/* Thompson sampling over the sizes that reached the target (but those that just failed, unless
- * `all`): each draws its epochs from the posterior (bso_posterior.c), times its cost per
+/* Thompson sampling over the sizes that reached the target (but those that just failed): each
+ * draws its epochs from the posterior (bso_posterior.c), times its cost per
  * epoch; the lowest draw wins, but not a stale size past a rise in cost (past_a_rise). -1 when
  * there is none. */
-int bso_policy_thompson(struct bso_job *job, bool all)
+int bso_policy_thompson(struct bso_job *job)
 {
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
     double draws[BSO_MAX_BATCH_SIZES];
@@ -77,8 +77,7 @@ int bso_policy_thompson(struct bso_job *job, bool all)
     int f = -2; /* the best since the change, once a failed size or a stale one needs it */
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         draws[i] = NAN;
-        if (job->stats[i].successes == 0 || !bso_policy_usable(job, i) ||
-            (!all && bso_policy_struck(job, i)))
+        if (job->stats[i].successes == 0 || !bso_policy_usable(job, i) || bso_policy_struck(job, i))
             continue;
         const struct bso_bs_stat *s = &job->stats[i];
         /* A size made dearer only by the guess that a jump seen elsewhere was the whole
@@ -88,9 +87,8 @@ int bso_policy_thompson(struct bso_job *job, bool all)
         /* Its last run did not reach (and another size trained a model since): the draw adds
          * the expected waste of the next not reaching either (as likely as one failure against
          * its successes, half of each as prior), a run to max_epochs or to the stop at beta
-         * times the best, before another size trains the model. Not in a rescue (`all`),
-         * where every candidate just failed. */
-        if (!all && s->fail_mark > s->success_mark)
+         * times the best, before another size trains the model. */
+        if (s->fail_mark > s->success_mark)
             draw += 1.5 / ((double)s->successes + 2) * failed_run_cost(job, i, fresh_best(job, &f));
         draws[i] = draw;
     }

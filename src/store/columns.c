@@ -162,10 +162,11 @@ void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
     b->profile_samples_per_s = r->f64(r->ctx, 5 + BSO_STAT_SUMS);
     b->profile_joules_per_sample = r->f64(r->ctx, 6 + BSO_STAT_SUMS);
     double *change[BSO_STAT_CHANGE] = {
-        &b->drift_up,     &b->drift_down,       &b->success_mark,      &b->fail_mark,
-        &b->change_mark,  &b->total_runs,       &b->total_successes,   &b->drift_fail,
-        &b->prior_epochs, &b->streak_runs,      &b->streak_sum_epochs, &b->streak_sum_sq_epochs,
-        &b->cost_shift,   &b->pre_change_epochs};
+        &b->drift_up,        &b->drift_down,        &b->success_mark,
+        &b->fail_mark,       &b->change_mark,       &b->total_runs,
+        &b->total_successes, &b->drift_fail,        &b->prior_epochs,
+        &b->streak_runs,     &b->streak_sum_epochs, &b->streak_sum_sq_epochs,
+        &b->cost_shift,      &b->pre_change_epochs, &b->misses};
     for (int k = 0; k < BSO_STAT_CHANGE; k++)
         *change[k] = r->f64(r->ctx, 7 + BSO_STAT_SUMS + k);
     /* Only how the window forgets depends on it: a bad one is dropped, not the job. */
@@ -208,10 +209,11 @@ int bso_column_parse_window(const char *text, struct bso_bs_stat *b)
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE])
 {
     const double v[BSO_STAT_CHANGE] = {
-        b->drift_up,     b->drift_down,       b->success_mark,      b->fail_mark,
-        b->change_mark,  b->total_runs,       b->total_successes,   b->drift_fail,
-        b->prior_epochs, b->streak_runs,      b->streak_sum_epochs, b->streak_sum_sq_epochs,
-        b->cost_shift,   b->pre_change_epochs};
+        b->drift_up,        b->drift_down,        b->success_mark,
+        b->fail_mark,       b->change_mark,       b->total_runs,
+        b->total_successes, b->drift_fail,        b->prior_epochs,
+        b->streak_runs,     b->streak_sum_epochs, b->streak_sum_sq_epochs,
+        b->cost_shift,      b->pre_change_epochs, b->misses};
     memcpy(out, v, sizeof v);
 }
 

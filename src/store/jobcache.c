@@ -122,7 +122,7 @@ static void store_stat(struct bso_bs_stat *dst, const struct bso_bs_stat *src)
                    &dst->fail_mark,        &dst->change_mark,       &dst->total_runs,
                    &dst->total_successes,  &dst->drift_fail,        &dst->prior_epochs,
                    &dst->streak_runs,      &dst->streak_sum_epochs, &dst->streak_sum_sq_epochs,
-                   &dst->cost_shift,       &dst->pre_change_epochs};
+                   &dst->cost_shift,       &dst->pre_change_epochs, &dst->misses};
     for (size_t i = 0; i < sizeof f / sizeof *f; i++)
         *f[i] = stored(*f[i]);
 }

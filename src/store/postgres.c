@@ -180,6 +180,8 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN cost_shift DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
     /* 15: each size's mean epochs when the job last changed (how far the change moved it) */
     "ALTER TABLE bs_stat ADD COLUMN pre_change_epochs DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
+    /* 16: runs that ran to max_epochs without reaching (how often a size reaches) */
+    "ALTER TABLE bs_stat ADD COLUMN misses DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -298,7 +300,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
-        " cost_shift, pre_change_epochs, recent_epochs"
+        " cost_shift, pre_change_epochs, misses, recent_epochs"
         " FROM bs_stat WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
@@ -306,9 +308,9 @@ static const char *const stmt_sql[ST_COUNT] = {
         " first_epoch_cost, warm_first_sum, warm_steady_sum, crashes, profile_samples_per_s,"
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
-        " streak_sum_sq_epochs, cost_shift, pre_change_epochs, recent_epochs)"
+        " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, recent_epochs)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
-        " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32)"
+        " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -326,6 +328,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " streak_sum_epochs = EXCLUDED.streak_sum_epochs,"
         " streak_sum_sq_epochs = EXCLUDED.streak_sum_sq_epochs,"
         " cost_shift = EXCLUDED.cost_shift, pre_change_epochs = EXCLUDED.pre_change_epochs,"
+        " misses = EXCLUDED.misses,"
         " recent_epochs = EXCLUDED.recent_epochs",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"

@@ -360,6 +360,33 @@ class Sim(unittest.TestCase):
             # sizes' epochs before the change are stored with their statistics).
             self.replay_both(url, d, "movielens-1m", "6:epochs=1.5", seeds="3-4")
 
+    def test_sizes_that_reach_by_chance_replayed_identically_over_http(self):
+        """A held-out synthetic workload whose sizes reach the target only some of the time
+        (syn18 of set 808: max_epochs 78, 32 reaches three runs in five): the runs that ran to
+        max_epochs without reaching (misses, which rank the rescue's sizes) are stored with
+        each size and read back, so the decisions over HTTP are the in-process ones."""
+        tool = os.path.join(HERE, "..", "..", "tools", "synthetic-traces.py")
+        with Server(args=["--cache-mb", "0"]) as srv, tempfile.TemporaryDirectory() as d:
+            traces = os.path.join(d, "traces")
+            made = subprocess.run([sys.executable, tool, traces, "24", "808"],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(made.returncode, 0, made.stderr)
+            got = {}
+            for mode, extra in (("local", []), ("http", ["--server",
+                                                         "http://127.0.0.1:%d" % srv.port])):
+                p = os.path.join(d, "%s.csv" % mode)
+                out = sim("--traces", traces, "--workloads", os.path.join(traces, "workloads.csv"),
+                          "--workload", "syn18", "--gpu", "g1", "--policy", "bso", "--seeds",
+                          "5-6", "--recurrences", "12", "--decisions", p, "--out", d, *extra)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"],
+                              r["epochs_run"]) for r in decisions(p)]
+            self.assertEqual(got["local"], got["http"])
+            reached = {(r[0], r[2]) for r in got["local"] if r[3] == "reached"}
+            missed = {(r[0], r[2]) for r in got["local"]
+                      if r[3] != "reached" and r[5] == "78"}
+            self.assertTrue(reached & missed, got["local"])  # a size that reached also missed
+
     @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
                          "the shared traces are not beside the repository")
     def test_window_replayed_identically_over_http(self):
