@@ -601,6 +601,25 @@ static void test_size_that_just_failed_weighs_its_failure(void **state)
     bso_job_clear(&job);
 }
 
+/* The same near tie, with 64's last run a success: it is the usual pick. But if two of its six
+ * runs to the end ran to max_epochs without reaching (misses), each pick of it risks one more
+ * (about 36%), a run to the beta bound, and the choice turns to 128, though 64 reached last. */
+static void test_size_that_misses_now_and_then_weighs_it(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].status = BSO_BS_FAILED; /* ruled out: no exploring */
+    set_reached(&job, 2, 4, 8, 100, 12);
+    set_reached(&job, 3, 4, 12, 70, 11);
+    job.last_trial_number = 12;
+    assert_true(times_chosen(&job, 64, 400) > 200);
+    job.stats[2].misses = 2;
+    assert_true(times_chosen(&job, 64, 400) < 40);
+    bso_job_clear(&job);
+}
+
 /* A run at size i, as trial `trial`, that ran `epochs` epochs at `per` and ended as `end`. */
 static void observe_at(struct bso_job *job, size_t i, double trial, int64_t epochs, double per,
                        enum bso_run_end end)
@@ -1419,6 +1438,7 @@ int main(void)
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
+        cmocka_unit_test(test_size_that_misses_now_and_then_weighs_it),
         cmocka_unit_test(test_diverged_run_is_retried_once_and_bounds_nothing),
         cmocka_unit_test(test_failure_within_the_laws_bounds_the_search),
         cmocka_unit_test(test_search_looks_past_a_size_whose_run_diverged),

@@ -87,9 +87,14 @@ int bso_policy_thompson(struct bso_job *job)
         /* Its last run did not reach (and another size trained a model since): the draw adds
          * the expected waste of the next not reaching either (as likely as one failure against
          * its successes, half of each as prior), a run to max_epochs or to the stop at beta
-         * times the best, before another size trains the model. */
-        if (s->fail_mark > s->success_mark)
-            draw += 1.5 / ((double)s->successes + 2) * failed_run_cost(job, i, fresh_best(job, &f));
+         * times the best, before another size trains the model. A size that ran to max_epochs
+         * without reaching (missed) since the change weighs that waste at its chance of
+         * missing again, whatever its last run did: a size that reaches four runs in five is
+         * no sure thing between its misses. */
+        const double missing = s->misses > 0 ? 1 - bso_bs_reach_chance(s) : 0;
+        const double failing = s->fail_mark > s->success_mark ? 1.5 / (s->successes + 2) : 0;
+        if (missing > 0 || failing > 0)
+            draw += fmax(missing, failing) * failed_run_cost(job, i, fresh_best(job, &f));
         draws[i] = draw;
     }
     int best = -1;
