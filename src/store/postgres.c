@@ -471,7 +471,7 @@ static int ensure_connection(struct pg_session *s)
 
 /* ---- statements ---- */
 
-#define MAX_PARAMS 32 /* the most a statement binds: a statistics row (27) */
+#define MAX_PARAMS 40 /* the most a statement binds: a statistics row (33) */
 
 /* Parameters in text form. */
 struct params {
