@@ -533,18 +533,21 @@ static void test_one_failure_strikes_the_size_for_its_recurrence_only(void **sta
     int launches;
     const int64_t noisy[2][5] = {{6, 7, 7, 14, 19}, {7, 8, 10, 16, 20}};
     const int64_t fails_at_64[] = {7, 8, 0, 16, 20};
+    /* 128 and 256 dearer than base_per has them (90 and 80 an epoch): 64 stays ahead even with its
+     * run to max_epochs one recurrence in eight counted against it. */
+    static const double per[] = {300, 180, 100, 90, 80};
     for (int r = 0; r < 40; r++)
-        recur(&job, r % 8 == 7 ? fails_at_64 : noisy[r % 2], base_per, 10, tried, &launches);
+        recur(&job, r % 8 == 7 ? fails_at_64 : noisy[r % 2], per, 10, tried, &launches);
     assert_true(job.stats[2].total_runs - job.stats[2].total_successes >= 3);
     const double drift = job.stats[2].drift_fail;
-    int64_t got = recur(&job, fails_at_64, base_per, 10, tried, &launches);
+    int64_t got = recur(&job, fails_at_64, per, 10, tried, &launches);
     assert_int_equal(tried[0], 64);
     assert_true(got != 0 && got != 64);
     assert_true(job.stats[2].drift_fail > drift); /* it counted, as a failure the size has had */
     assert_false(any_change_mark(&job));
     int again = 0;
     for (int r = 0; r < 10; r++)
-        again += recur(&job, noisy[r % 2], base_per, 10, tried, &launches) == 64;
+        again += recur(&job, noisy[r % 2], per, 10, tried, &launches) == 64;
     assert_true(again >= 5);
     bso_job_clear(&job);
 }
@@ -579,16 +582,23 @@ static int times_chosen(struct bso_job *job, int64_t bs, int draws)
 /* Two sizes nearly tie (64: 8 x 100 = 800, 128: 12 x 70 = 840). Once 64's last run failed to
  * reach while 128 trained the model since, the choice weighs the chance that 64 fails again
  * (a wasted run up to the beta bound) and turns to 128 until 64 reaches again. */
+/* The near tie: every other size ruled out (no exploring), 64 last reached at trial `mark`,
+ * 128 at trial 11. */
+static void start_near_tie(struct bso_job *job, double mark)
+{
+    start(job);
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
+        job->stats[i].status = BSO_BS_FAILED;
+    set_reached(job, 2, 4, 8, 100, mark);
+    set_reached(job, 3, 4, 12, 70, 11);
+    job->last_trial_number = mark > 11 ? (int64_t)mark : 11;
+}
+
 static void test_size_that_just_failed_weighs_its_failure(void **state)
 {
     (void)state;
     struct bso_job job;
-    start(&job);
-    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-        job.stats[i].status = BSO_BS_FAILED; /* ruled out: no exploring */
-    set_reached(&job, 2, 4, 8, 100, 10);
-    set_reached(&job, 3, 4, 12, 70, 11);
-    job.last_trial_number = 11;
+    start_near_tie(&job, 10);
     const int before = times_chosen(&job, 64, 400);
     assert_true(before > 200);
     job.stats[2].fail_mark = 12;    /* 64 ran out of epochs at trial 12... */
@@ -608,16 +618,41 @@ static void test_size_that_misses_now_and_then_weighs_it(void **state)
 {
     (void)state;
     struct bso_job job;
-    start(&job);
-    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-        job.stats[i].status = BSO_BS_FAILED; /* ruled out: no exploring */
-    set_reached(&job, 2, 4, 8, 100, 12);
-    set_reached(&job, 3, 4, 12, 70, 11);
-    job.last_trial_number = 12;
+    start_near_tie(&job, 12);
     assert_true(times_chosen(&job, 64, 400) > 200);
     job.stats[2].misses = 2;
     assert_true(times_chosen(&job, 64, 400) < 40);
     bso_job_clear(&job);
+}
+
+/* 64 is the best (four runs of 10 epochs at 100: 1000) and the only size that fits. A run there
+ * held to beta (2) times its own cost would stop at epoch 21; its own run-to-run noise (the
+ * noise margin, here about 1.4 with the spread's 15% floor) is allowed on top, so a run whose
+ * epochs doubled reaches at 21 and shows it, and one that never reaches is stopped at 28. */
+static void test_best_size_run_is_allowed_its_own_noise_past_beta(void **state)
+{
+    (void)state;
+    for (int64_t reach = 21; reach >= 0; reach -= 21) {
+        struct bso_job job;
+        start(&job);
+        job.spec.max_epochs = 40;
+        for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+            job.stats[i].status = BSO_BS_INFEASIBLE;
+        set_reached(&job, 2, 4, 10, 100, 4);
+        job.last_trial_number = 4;
+        struct bso_trial t = predict_ok(&job);
+        assert_int_equal(t.batch_size, 64);
+        struct bso_decision d;
+        const int64_t stopped = run(&job, &t, 100, reach, &d);
+        assert_int_equal(d.converged, reach > 0);
+        if (reach > 0) {
+            assert_int_equal(stopped, reach);
+        } else {
+            assert_non_null(strstr(d.message, "beta_knob(2)"));
+            assert_true(stopped >= 26 && stopped <= 30);
+        }
+        bso_job_clear(&job);
+    }
 }
 
 /* A run at size i, as trial `trial`, that ran `epochs` epochs at `per` and ended as `end`. */
@@ -1427,6 +1462,7 @@ int main(void)
         cmocka_unit_test(test_exploring_run_estimated_along_transferred_epochs),
         cmocka_unit_test(test_transferred_size_is_rechecked_not_prejudged),
         cmocka_unit_test(test_exploring_run_stopped_at_beta),
+        cmocka_unit_test(test_best_size_run_is_allowed_its_own_noise_past_beta),
         cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
         cmocka_unit_test(test_profile_scales_estimates),
         cmocka_unit_test(test_unfit_size_is_as_if_absent),

@@ -392,7 +392,12 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
                                  ? out->cost / (double)rep->current_epoch / bso_bs_cost_per_epoch(s)
                                  : 1;
         const double moved = shift > BSO_PER_EPOCH_SHIFT ? shift : 1;
-        if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best * moved) {
+        /* A run at the best size itself is held to beta times its own expected cost, which its
+         * own run-to-run noise may pass: the bound allows that noise (bso_policy_noise_margin),
+         * so that a run whose epochs doubled (the job changed) reaches and shows by how much,
+         * instead of being stopped just short of it and leaving its size unmeasured. */
+        const double own_noise = (int)i == g ? bso_policy_noise_margin(job, s->successes) : 1;
+        if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best * moved * own_noise) {
             snprintf(out->message, sizeof out->message,
                      "Batch Size(%lld) exceeded the cost upper bound: beta_knob(%g) times the "
                      "best expected cost (%.6g)",
