@@ -9,8 +9,8 @@
 /* The bso policy's view of each batch size, and the best so far. */
 static void show_bs_stats(json_t *stats)
 {
-    printf("\n%10s %-8s %5s %9s %11s %14s %14s\n", "BATCH SIZE", "STATUS", "RUNS", "REACHED",
-           "MEAN EPOCHS", "COST/EPOCH", "EXPECTED COST");
+    printf("\n%10s %-8s %5s %9s %7s %11s %14s %14s\n", "BATCH SIZE", "STATUS", "RUNS", "REACHED",
+           "MISSED", "MEAN EPOCHS", "COST/EPOCH", "EXPECTED COST");
     json_t *st;
     size_t i;
     int64_t best = -1;
@@ -25,9 +25,11 @@ static void show_bs_stats(json_t *stats)
         /* A size whose runs diverged bounds nothing (docs/policy.md): not "failed" or "killed". */
         const char *status =
             json_is_true(json_object_get(st, "diverged")) ? "diverged" : cli_str(st, "status");
-        printf("%10" PRId64 " %-8s %5" PRId64 " %9" PRId64 " %11s %14s %14s\n", bs, status,
-               (int64_t)json_integer_value(json_object_get(st, "runs")),
-               (int64_t)json_integer_value(json_object_get(st, "successes")), epochs, per, cost);
+        /* MISSED: runs to max_epochs without reaching (0 from a server too old to count them). */
+        printf("%10" PRId64 " %-8s %5" PRId64 " %9" PRId64 " %7" PRId64 " %11s %14s %14s\n", bs,
+               status, (int64_t)json_integer_value(json_object_get(st, "runs")),
+               (int64_t)json_integer_value(json_object_get(st, "successes")),
+               (int64_t)json_integer_value(json_object_get(st, "misses")), epochs, per, cost);
         json_t *e = json_object_get(st, "expected_cost");
         if (json_is_number(e) && json_number_value(e) < best_cost) {
             best_cost = json_number_value(e);

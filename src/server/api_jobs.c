@@ -266,6 +266,8 @@ static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
         jb_int(b, (int64_t)s->total_runs);
         jb_key(b, "successes");
         jb_int(b, (int64_t)s->total_successes);
+        jb_key(b, "misses"); /* runs to max_epochs without reaching, since it last started over */
+        jb_int(b, (int64_t)s->misses);
         jb_key(b, "mean_epochs");
         bso_h_jb_maybe(b, s->successes > 0 ? s->sum_epochs / (double)s->successes : NAN);
         jb_key(b, "cost_per_epoch");

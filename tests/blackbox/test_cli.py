@@ -78,9 +78,9 @@ class Cli(unittest.TestCase):
         self.assertEqual(sizes, [32, 64, 64])
         show = self.bso("show", "cli-bso").stdout
         self.assertIn("stage    MAB", show)
-        self.assertRegex(show, r"\n\s+32 good\s+1\s+1\s+2\.00\s+2000\.0\s+4000\.0\n")
-        self.assertRegex(show, r"\n\s+64 good\s+2\s+2\s+2\.00\s+1150\.0\s+2300\.0\n")
-        self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+-\s+-\s+-\n")
+        self.assertRegex(show, r"\n\s+32 good\s+1\s+1\s+0\s+2\.00\s+2000\.0\s+4000\.0\n")
+        self.assertRegex(show, r"\n\s+64 good\s+2\s+2\s+0\s+2\.00\s+1150\.0\s+2300\.0\n")
+        self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+0\s+-\s+-\s+-\n")
         self.assertIn("best batch size so far: 64 (lowest expected cost 2300.0)", show)
 
     def test_show_size_whose_run_diverged(self):
@@ -115,7 +115,9 @@ class Cli(unittest.TestCase):
                  self.srv.request("GET", "/jobs/cli-div")[1]["batch_size_stats"]}
         self.assertTrue(stats[128]["diverged"])
         self.assertFalse(stats[64]["diverged"])
-        self.assertRegex(self.bso("show", "cli-div").stdout, r"\n\s+128 diverged\s+1\s+0\s")
+        self.assertRegex(self.bso("show", "cli-div").stdout,
+                         r"\n\s+128 diverged\s+1\s+0\s+%d\s" % (1 if epochs == 20 else 0))
+        self.assertEqual(stats[128]["misses"], 1 if epochs == 20 else 0)
         # Later launches (64 and the smaller sizes reach; 256 does not) hand 128 out again.
         reach = {16: 4, 32: 4, 64: 5, 128: 8}
         launched = [run(reach)[0] for _ in range(8)]

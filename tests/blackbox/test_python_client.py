@@ -335,6 +335,10 @@ class PythonClient(unittest.TestCase):
         self.assertIn("No batch size has reached the target since the job started (2 trials)",
                       messages[1])
         self.assertIn("raise max_epochs", messages[1])
+        # Each ran to max_epochs without reaching: a miss apiece.
+        stats = self.srv.request("GET", "/jobs/test-reach")[1]["batch_size_stats"]
+        self.assertEqual({s["batch_size"]: (s["runs"], s["successes"], s["misses"]) for s in stats},
+                         {32: (1, 0, 1), 64: (1, 0, 1)})
 
     def test_ranks_and_order(self):
         ranks = [bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(), rank=r)
