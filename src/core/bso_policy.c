@@ -223,6 +223,29 @@ static int transferred_start(const struct bso_job *job)
     return best;
 }
 
+/* How many runs to max_epochs each size gets before a job that never reached the target is
+ * given up: a run may miss by chance (a size that reaches three runs in five misses in a first
+ * pass two times in five), and a second pass finds most such jobs a model; a target no size
+ * can reach costs that second pass once. */
+#define NEVER_TRAINED_TRIES 2
+
+/* Before any size reached the target and once every size has been tried: the size that ran
+ * to max_epochs fewer than NEVER_TRAINED_TRIES times whose last failure is the oldest (the
+ * first pass's order again); -1 when none is left. */
+static int try_again(const struct bso_job *job)
+{
+    int best = -1;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const struct bso_bs_stat *s = &job->stats[k];
+        if (!bso_policy_usable(job, k) || s->status != BSO_BS_FAILED || s->misses < 1 ||
+            s->misses >= NEVER_TRAINED_TRIES)
+            continue;
+        if (best < 0 || s->fail_mark < job->stats[best].fail_mark)
+            best = (int)k;
+    }
+    return best;
+}
+
 /* Whether size k may run and has not yet (before any size reached: the sizes still to try). */
 static bool untried(const struct bso_job *job, int k)
 {
@@ -305,7 +328,11 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
                 *batch_size = sp->batch_sizes[k];
                 return 0;
             }
-        return BSO_EPRUNED;
+        const int again = try_again(job);
+        if (again < 0)
+            return BSO_EPRUNED;
+        *batch_size = sp->batch_sizes[again];
+        return 0;
     }
     /* The search looks around the best measured since the job last changed, when there is
      * one: a size known only from before may have moved. */
