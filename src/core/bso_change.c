@@ -10,8 +10,9 @@
 
 /* Change detection (docs/policy.md, "When the job changes"): a CUSUM over each size's
  * standardised surprises in log epochs. Surprises under DRIFT_SLACK standard deviations cancel
- * out; a sum past DRIFT_ALARM says the job changed (about one false alarm in several hundred
- * runs of a stationary size, and a 1.5x change is found within two or three runs). */
+ * out; an upward sum past DRIFT_ALARM says the job changed (about one false alarm in several
+ * hundred runs of a stationary size, and a 1.5x change is found within two or three runs), a
+ * downward one that the size got cheaper. */
 #define DRIFT_SLACK 0.5
 #define DRIFT_ALARM 6.0
 /* Failing to reach is rarer and costlier evidence: a likelihood ratio of 20 (one failure of a
@@ -190,10 +191,17 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
             follow_streak(s, (double)epochs);
         }
         s->drift_fail = fmax(0, s->drift_fail + failure_evidence(s, reached));
-        if (s->drift_up > DRIFT_ALARM || s->drift_down > DRIFT_ALARM ||
-            s->drift_fail > FAIL_ALARM) {
+        const bool rose = s->drift_up > DRIFT_ALARM || s->drift_fail > FAIL_ALARM;
+        if (rose) {
             forget(job, i, reached_before);
             all = alarm = true;
+        } else if (s->drift_down > DRIFT_ALARM) {
+            /* The size got cheaper (fewer epochs): it starts over from this run (added below),
+             * and nothing else is forgotten. Good news at one size says nothing against what
+             * the others showed, and re-exploring after it cost more than it found. */
+            bso_bs_clear_epochs(s);
+            s->drift_down = 0;
+            s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
         }
     }
     /* The first run at a size known only from before the job changed replaces what was
