@@ -18,6 +18,15 @@ static void start(struct bso_job *job)
     start_with(job, sizes, 5, -1);
 }
 
+/* The same job with every size's status set to `status` (ruled out, or not fitting), for a
+ * test to set the sizes it is about. */
+static void start_all(struct bso_job *job, int status)
+{
+    start(job);
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
+        job->stats[i].status = status;
+}
+
 /* The same job on other batch sizes; size index `unfit` (>= 0) marked as not fitting. */
 static void start_with(struct bso_job *job, const int64_t *sizes, size_t n, int unfit)
 {
@@ -607,9 +616,7 @@ static int times_chosen(struct bso_job *job, int64_t bs, int draws)
  * 128 at trial 11. */
 static void start_near_tie(struct bso_job *job, double mark)
 {
-    start(job);
-    for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
-        job->stats[i].status = BSO_BS_FAILED;
+    start_all(job, BSO_BS_FAILED);
     set_reached(job, 2, 4, 8, 100, mark);
     set_reached(job, 3, 4, 12, 70, 11);
     job->last_trial_number = mark > 11 ? (int64_t)mark : 11;
@@ -656,10 +663,8 @@ static void test_best_size_run_is_allowed_its_own_noise_past_beta(void **state)
     (void)state;
     for (int64_t reach = 23; reach >= 0; reach -= 23) {
         struct bso_job job;
-        start(&job);
+        start_all(&job, BSO_BS_INFEASIBLE);
         job.spec.max_epochs = 40;
-        for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-            job.stats[i].status = BSO_BS_INFEASIBLE;
         set_reached(&job, 2, 4, 10, 100, 4);
         job.last_trial_number = 4;
         struct bso_trial t = predict_ok(&job);
@@ -693,9 +698,7 @@ static void test_size_that_got_cheaper_starts_over_alone(void **state)
 {
     (void)state;
     struct bso_job job;
-    start(&job);
-    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-        job.stats[i].status = BSO_BS_FAILED;
+    start_all(&job, BSO_BS_FAILED);
     set_reached(&job, 2, 6, 10, 100, 10);
     set_reached(&job, 3, 4, 14, 70, 9);
     job.last_trial_number = 10;
@@ -795,9 +798,7 @@ static void test_run_stopped_by_the_change_does_not_bound_the_search(void **stat
 {
     (void)state;
     struct bso_job job;
-    start(&job);
-    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-        job.stats[i].status = BSO_BS_KILLED;
+    start_all(&job, BSO_BS_KILLED);
     set_reached(&job, 0, 1, 6, 300, 2);   /* 16: 1800 */
     set_reached(&job, 2, 20, 8, 100, 21); /* 64: 800, the best */
     job.last_trial_number = 22;
