@@ -134,7 +134,7 @@ static double cost_per_model(const struct bso_job *job, size_t i)
  * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
  * of those that reached and failed: the cheapest per model (cost_per_model), so that a size
  * that reaches one run in five is not tried again and again while one that reaches three in
- * five, a little dearer per run, waits. -1 when nothing can run. */
+ * five, a little dearer per run, is left waiting. -1 when nothing can run. */
 static int rescue(struct bso_job *job)
 {
     const double reach = rescue_reach(job);
