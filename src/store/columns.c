@@ -144,6 +144,31 @@ void bso_column_read_trial(const struct bso_row *r, struct bso_trial *t)
     t->converged = r->i64(r->ctx, 6) != 0;
 }
 
+/* Where field f of a size's statistics lives. */
+#define STAT(f) offsetof(struct bso_bs_stat, f)
+
+const size_t bso_column_stat_sum_fields[BSO_STAT_SUMS] = {
+    STAT(sum_epochs),       STAT(sum_sq_epochs),  STAT(min_epochs),
+    STAT(cost_sum),         STAT(epochs_sum),     STAT(censored_epochs),
+    STAT(first_epoch_cost), STAT(warm_first_sum), STAT(warm_steady_sum)};
+
+const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE] = {
+    STAT(drift_up),        STAT(drift_down),        STAT(success_mark),
+    STAT(fail_mark),       STAT(change_mark),       STAT(total_runs),
+    STAT(total_successes), STAT(drift_fail),        STAT(prior_epochs),
+    STAT(streak_runs),     STAT(streak_sum_epochs), STAT(streak_sum_sq_epochs),
+    STAT(cost_shift),      STAT(pre_change_epochs), STAT(misses)};
+
+double *bso_column_stat_field(struct bso_bs_stat *b, size_t at)
+{
+    return (double *)(void *)((char *)b + at);
+}
+
+static const double *stat_value(const struct bso_bs_stat *b, size_t at)
+{
+    return (const double *)(const void *)((const char *)b + at);
+}
+
 void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
 {
     const int i = bso_job_spec_index(&job->spec, r->i64(r->ctx, 0));
@@ -153,22 +178,14 @@ void bso_column_read_stat(const struct bso_row *r, struct bso_job *job)
     b->status = (int)r->i64(r->ctx, 1);
     b->runs = r->i64(r->ctx, 2);
     b->successes = r->i64(r->ctx, 3);
-    double *sums[BSO_STAT_SUMS] = {&b->sum_epochs,       &b->sum_sq_epochs,  &b->min_epochs,
-                                   &b->cost_sum,         &b->epochs_sum,     &b->censored_epochs,
-                                   &b->first_epoch_cost, &b->warm_first_sum, &b->warm_steady_sum};
     for (int k = 0; k < BSO_STAT_SUMS; k++)
-        *sums[k] = r->f64(r->ctx, 4 + k);
+        *bso_column_stat_field(b, bso_column_stat_sum_fields[k]) = r->f64(r->ctx, 4 + k);
     b->crashes = r->i64(r->ctx, 4 + BSO_STAT_SUMS);
     b->profile_samples_per_s = r->f64(r->ctx, 5 + BSO_STAT_SUMS);
     b->profile_joules_per_sample = r->f64(r->ctx, 6 + BSO_STAT_SUMS);
-    double *change[BSO_STAT_CHANGE] = {
-        &b->drift_up,        &b->drift_down,        &b->success_mark,
-        &b->fail_mark,       &b->change_mark,       &b->total_runs,
-        &b->total_successes, &b->drift_fail,        &b->prior_epochs,
-        &b->streak_runs,     &b->streak_sum_epochs, &b->streak_sum_sq_epochs,
-        &b->cost_shift,      &b->pre_change_epochs, &b->misses};
     for (int k = 0; k < BSO_STAT_CHANGE; k++)
-        *change[k] = r->f64(r->ctx, 7 + BSO_STAT_SUMS + k);
+        *bso_column_stat_field(b, bso_column_stat_change_fields[k]) =
+            r->f64(r->ctx, 7 + BSO_STAT_SUMS + k);
     /* Only how the window forgets depends on it: a bad one is dropped, not the job. */
     (void)bso_column_parse_window(r->text(r->ctx, 7 + BSO_STAT_SUMS + BSO_STAT_CHANGE), b);
 }
@@ -208,21 +225,14 @@ int bso_column_parse_window(const char *text, struct bso_bs_stat *b)
 
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE])
 {
-    const double v[BSO_STAT_CHANGE] = {
-        b->drift_up,        b->drift_down,        b->success_mark,
-        b->fail_mark,       b->change_mark,       b->total_runs,
-        b->total_successes, b->drift_fail,        b->prior_epochs,
-        b->streak_runs,     b->streak_sum_epochs, b->streak_sum_sq_epochs,
-        b->cost_shift,      b->pre_change_epochs, b->misses};
-    memcpy(out, v, sizeof v);
+    for (int k = 0; k < BSO_STAT_CHANGE; k++)
+        out[k] = *stat_value(b, bso_column_stat_change_fields[k]);
 }
 
 void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS])
 {
-    const double v[BSO_STAT_SUMS] = {b->sum_epochs,       b->sum_sq_epochs,  b->min_epochs,
-                                     b->cost_sum,         b->epochs_sum,     b->censored_epochs,
-                                     b->first_epoch_cost, b->warm_first_sum, b->warm_steady_sum};
-    memcpy(out, v, sizeof v);
+    for (int k = 0; k < BSO_STAT_SUMS; k++)
+        out[k] = *stat_value(b, bso_column_stat_sum_fields[k]);
 }
 
 int bso_column_read_arm(const struct bso_row *r, struct bso_arm *a)

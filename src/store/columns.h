@@ -7,6 +7,7 @@
 #define BSO_STORE_COLUMNS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/arm.h"
@@ -90,6 +91,13 @@ void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS]
  * of a statistics row before the window, in order. */
 #define BSO_STAT_CHANGE 15
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE]);
+/* Where in struct bso_bs_stat each of those columns lives (offsetof, each a double), in the
+ * same order: the one list the readers, the writers and the job cache go by, so that a new
+ * column is added in one place. */
+extern const size_t bso_column_stat_sum_fields[BSO_STAT_SUMS];
+extern const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE];
+/* The double at offset `at` (one of those lists) of a size's statistics. */
+double *bso_column_stat_field(struct bso_bs_stat *b, size_t at);
 /* A size's window of recent epochs (the last column) as "[e1,e2,...]", oldest first, with every
  * bit of each float; BSO_STAT_WINDOW_TEXT bytes always hold it. */
 #define BSO_STAT_WINDOW_TEXT (BSO_EPOCHS_WINDOW_MAX * 18 + 3)

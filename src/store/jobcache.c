@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bso/error.h"
+#include "store/columns.h"
 #include "store/store.h"
 
 /* Trials an image keeps once its job has left pruning: clients report on the trials they were
@@ -112,19 +113,21 @@ static void store_trial(struct bso_trial *dst, const struct bso_trial *src)
     }
 }
 
+/* The statistics column at offset `at` of b as the database gives it back. */
+static void round_field(struct bso_bs_stat *b, size_t at)
+{
+    double *f = bso_column_stat_field(b, at);
+    *f = stored(*f);
+}
+
 static void store_stat(struct bso_bs_stat *dst, const struct bso_bs_stat *src)
 {
     *dst = *src;
-    double *f[] = {&dst->sum_epochs,       &dst->sum_sq_epochs,     &dst->min_epochs,
-                   &dst->cost_sum,         &dst->epochs_sum,        &dst->censored_epochs,
-                   &dst->first_epoch_cost, &dst->warm_first_sum,    &dst->warm_steady_sum,
-                   &dst->drift_up,         &dst->drift_down,        &dst->success_mark,
-                   &dst->fail_mark,        &dst->change_mark,       &dst->total_runs,
-                   &dst->total_successes,  &dst->drift_fail,        &dst->prior_epochs,
-                   &dst->streak_runs,      &dst->streak_sum_epochs, &dst->streak_sum_sq_epochs,
-                   &dst->cost_shift,       &dst->pre_change_epochs, &dst->misses};
-    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
-        *f[i] = stored(*f[i]);
+    /* The statistics row's columns, as the database keeps them. */
+    for (int k = 0; k < BSO_STAT_SUMS; k++)
+        round_field(dst, bso_column_stat_sum_fields[k]);
+    for (int k = 0; k < BSO_STAT_CHANGE; k++)
+        round_field(dst, bso_column_stat_change_fields[k]);
 }
 
 static int store_arm(struct bso_arm *dst, const struct bso_arm *src)
