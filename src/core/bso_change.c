@@ -41,12 +41,18 @@ static double failure_evidence(const struct bso_bs_stat *s, bool reached)
     return reached ? log((1 - p1) / (1 - p0)) : log(p1 / p0);
 }
 
+/* Empties size s's streak (below): its CUSUM sums start again, or its runs start over. */
+static void end_streak(struct bso_bs_stat *s)
+{
+    s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
+}
+
 /* Counts a run that reached at size s (its sums just updated) in the streak of runs since its
  * CUSUM sums were last both 0; the streak ends, and is emptied, when they are. */
 static void follow_streak(struct bso_bs_stat *s, double e)
 {
     if (s->drift_up <= 0 && s->drift_down <= 0) {
-        s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
+        end_streak(s);
         return;
     }
     s->streak_runs++;
@@ -94,11 +100,11 @@ static void forget(struct bso_job *job, size_t i, double since)
                 s->streak_runs < (double)s->successes)
                 keep_streak(job, s);
             s->drift_up = s->drift_down = 0;
-            s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
+            end_streak(s);
             continue;
         }
         s->drift_up = s->drift_down = s->drift_fail = s->misses = 0;
-        s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
+        end_streak(s);
         s->censored_epochs = 0;
         s->change_mark = (double)job->last_trial_number;
         if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
@@ -201,7 +207,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
              * the others showed, and re-exploring after it cost more than it found. */
             bso_bs_clear_epochs(s);
             s->drift_down = 0;
-            s->streak_runs = s->streak_sum_epochs = s->streak_sum_sq_epochs = 0;
+            end_streak(s);
         }
     }
     /* The first run at a size known only from before the job changed replaces what was
