@@ -34,7 +34,7 @@ static int usage(FILE *f)
             "come from a live bso-server over HTTP instead of the in-process policy.\n"
             "Writes summary.csv, curves.csv and regret.svg to --out (default sim-out);\n"
             "--decisions writes every run (policy, recurrence, batch size, epochs run, outcome,\n"
-            "cost) as CSV.\n"
+            "cost, and the arm: policy/power+profile+move as in the tables) as CSV.\n"
             "--profile probe gives the policy a device profile derived from the traces before the\n"
             "first recurrence (samples/s and J/sample per batch size, each rate off by a\n"
             "log-normal --probe-noise), and charges the first recurrence --probe-steps training\n"
@@ -281,7 +281,7 @@ int main(int argc, char **argv)
             return fail("cannot write %s: %s", decisions, strerror(errno));
         fprintf(plan.opt.trace,
                 "workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost,policy,recurrence,"
-                "epochs_run\n");
+                "epochs_run,arm\n");
     }
     int rc = sim_plan_run(&plan, err, sizeof err);
     if (plan.opt.trace && plan.opt.trace != stdout)

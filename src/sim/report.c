@@ -24,6 +24,16 @@ static void add_phase(struct sim_phase_cell *c, const struct sim_phase_result *r
     c->changes_found += r->changes_found;
 }
 
+/* The arm's name in the tables and in --decisions' last column, e.g. "bso/max+transfer". */
+static const char *arm_name(const struct sim_plan *p, size_t a, char *buf, size_t cap)
+{
+    const struct sim_arm *arm = &p->arms[a];
+    static const char *const moves[] = {"", "+fresh", "+transfer"};
+    snprintf(buf, cap, "%s/%s%s%s", bso_policy_name(arm->policy), arm->jit ? "jit" : "max",
+             arm->profile ? "+probe" : "", moves[arm->move]);
+    return buf;
+}
+
 int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
 {
     const int64_t n_seeds = plan->seed_last - plan->seed_first + 1;
@@ -36,6 +46,8 @@ int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
             opt.jit = plan->arms[a].jit;
             opt.profile = plan->arms[a].profile;
             opt.transfer = plan->arms[a].move == 2;
+            char name[32];
+            opt.arm = arm_name(plan, a, name, sizeof name);
             sim_reference_costs(&plan->jobs[j], opt.eta, opt.jit, &cell->oracle, &cell->base);
             cell->curve = calloc((size_t)n, sizeof(double));
             if (!cell->curve) {
@@ -85,15 +97,6 @@ static double vs_oracle(const struct sim_plan *p, const struct sim_cell *c)
 static double vs_base(const struct sim_plan *p, const struct sim_cell *c)
 {
     return c->mean / ((double)p->opt.recurrences * c->base);
-}
-
-static const char *arm_name(const struct sim_plan *p, size_t a, char *buf, size_t cap)
-{
-    const struct sim_arm *arm = &p->arms[a];
-    static const char *const moves[] = {"", "+fresh", "+transfer"};
-    snprintf(buf, cap, "%s/%s%s%s", bso_policy_name(arm->policy), arm->jit ? "jit" : "max",
-             arm->profile ? "+probe" : "", moves[arm->move]);
-    return buf;
 }
 
 void sim_print_table(const struct sim_plan *p, FILE *f)

@@ -146,17 +146,18 @@ struct run_state {
 };
 
 /* One line of --decisions: the run's job, trial and size, the epoch its path reaches the target
- * at (-1: never), how it ended, its cost, and which policy ran which recurrence how many
- * epochs (the last three columns). */
+ * at (-1: never), how it ended, its cost, which policy ran which recurrence how many epochs,
+ * and the arm (policy with its power, profile and move: the arms of one replay share a policy). */
 static void trace_run(const struct sim_job *job, const struct sim_options *opt,
                       const struct run_state *st, int64_t trial, int64_t bs, int64_t target_epoch,
                       const char *outcome, double cost, int64_t epochs_run)
 {
     if (opt->trace)
-        fprintf(opt->trace, "%s,%s,%lld,%lld,%lld,%lld,%s,%.6g,%s,%lld,%lld\n", job->w.dataset,
+        fprintf(opt->trace, "%s,%s,%lld,%lld,%lld,%lld,%s,%.6g,%s,%lld,%lld,%s\n", job->w.dataset,
                 job->gpu, (long long)opt->seed, (long long)trial, (long long)bs,
                 (long long)target_epoch, outcome, cost, bso_policy_name(opt->policy),
-                (long long)st->recurrence, (long long)epochs_run);
+                (long long)st->recurrence, (long long)epochs_run,
+                opt->arm ? opt->arm : bso_policy_name(opt->policy));
 }
 
 /* One run: its cost, its batch size, and whether it reached the target. */

@@ -56,9 +56,10 @@ struct sim_options {
     bool unfit_sizes; /* --unfit-sizes register: the job also lists the sizes that do not fit */
     int64_t recurrences;
     int64_t seed;
-    int policy;                        /* enum bso_policy */
-    const char *server;                /* NULL: in-process */
-    FILE *trace;                       /* when set, one line per run: decisions.csv */
+    int policy;         /* enum bso_policy */
+    const char *server; /* NULL: in-process */
+    FILE *trace;        /* when set, one line per run: decisions.csv */
+    const char *arm; /* the arm's name (policy, power, profile, move) for the trace; NULL: policy */
     const struct sim_changes *changes; /* --change: NULL or none for a job that never changes */
     const char *traces;                /* where a move to another GPU finds that GPU's trace */
     bool

@@ -448,6 +448,34 @@ class Sim(unittest.TestCase):
             self.assertTrue(all(r["batch_size"] == "32" for r in last), last)
             self.assertLess(float(phases[1]["lag"]), 10)
 
+    def test_move_decisions_name_their_arm(self):
+        """A move to another GPU replayed fresh and with transfer in one command: each run in
+        --decisions names its arm, and each arm's runs are those it makes when replayed alone."""
+        with tempfile.TemporaryDirectory() as d:
+            write_synthetic(d)
+            # gpu2: 32 is the cheaper size per epoch there (it is not on gpu1).
+            with open(os.path.join(d, "summary_power_gpu2.csv"), "w") as f:
+                f.write("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,"
+                        "average_power\n")
+                f.write("toy,net,32,sgd,100,3,80\ntoy,net,32,sgd,200,2,150\n")
+                f.write("toy,net,64,sgd,100,6,90\ntoy,net,64,sgd,200,5,180\n")
+            common = ["--traces", d, "--workloads", os.path.join(d, "workloads.csv"),
+                      "--gpu", "gpu1", "--policy", "bso", "--seeds", "1-2",
+                      "--recurrences", "12", "--change", "5:gpu=gpu2"]
+            runs = {}
+            for moves in ("fresh,transfer", "transfer"):
+                p = os.path.join(d, moves + ".csv")
+                out = sim(*common, "--move", moves, "--decisions", p, "--out", d)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                runs[moves] = decisions(p)
+            both = runs["fresh,transfer"]
+            self.assertEqual({r["arm"] for r in both}, {"bso/max+fresh", "bso/max+transfer"})
+            for arm in ("bso/max+fresh", "bso/max+transfer"):
+                recurrences = {(r["seed"], int(r["recurrence"])) for r in both if r["arm"] == arm}
+                self.assertEqual(len(recurrences), 2 * 12, arm)
+            self.assertEqual([r for r in both if r["arm"] == "bso/max+transfer"],
+                             runs["transfer"])
+
     @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
                          "the shared traces are not beside the repository")
     def test_jit_posts_power_profiles(self):
