@@ -168,6 +168,21 @@ static void probe_reaches(struct bso_job *job, struct bso_trial *t, double per, 
     assert_int_equal(job->stats[3].status, BSO_BS_GOOD);
 }
 
+/* Size i reached `runs` times in `epochs` epochs at `per` a epoch, last at trial `mark`. */
+static void set_reached(struct bso_job *job, size_t i, int64_t runs, double epochs, double per,
+                        double mark)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->status = BSO_BS_GOOD;
+    s->runs = s->successes = s->total_runs = s->total_successes = runs;
+    s->sum_epochs = epochs * (double)runs;
+    s->sum_sq_epochs = epochs * epochs * (double)runs;
+    s->min_epochs = epochs;
+    s->epochs_sum = epochs * (double)runs;
+    s->cost_sum = per * s->epochs_sum;
+    s->success_mark = mark;
+}
+
 static void test_exploring_run_goes_on_past_the_best_cost(void **state)
 {
     (void)state;
@@ -218,11 +233,36 @@ static void test_exploring_run_stopped_when_finishing_costs_more(void **state)
     struct bso_job job;
     start(&job);
     struct bso_trial t = first_probe(&job, 10);
-    /* 80 per epoch passes the go/no-go (at least 10 epochs: 800 < 1000), but its central
-     * estimate (10 * 2^0.5 = 14.1 epochs) leaves 13.1 epochs, 1051, dearer than a fresh run
-     * of the best. */
+    /* 16 reached in 5 epochs (at 250 an epoch, dearer than the best): with 64's 10 the fitted
+     * slope is 0.5, no longer a guess. 80 per epoch passes the go/no-go (at least 5 epochs:
+     * 400 < 1000), but its central estimate (10 * 2^0.5 = 14.1 epochs) leaves 13.1 epochs,
+     * 1051, dearer than a fresh run of the best. */
+    set_reached(&job, 0, 1, 5, 250, 0);
     struct bso_decision d;
     assert_int_equal(run(&job, &t, 80, 0, &d), 1);
+    assert_non_null(strstr(d.message, "more to go"));
+    bso_job_clear(&job);
+}
+
+/* The same probe with only the default reached: the central estimate's slope (0.5) is a
+ * guess, and stopping would keep it for good (no second size would reach to correct it). At
+ * 80 an epoch it may save 200 a recurrence by its optimistic bound (10 epochs), 2000 over the
+ * 10 recurrences weighed, more than running on to max_epochs risks (19 * 80): it goes on, and
+ * reaches in 10 epochs like the default. At 85, 1500 against 1615 does not repay the risk: it
+ * is stopped at once. */
+static void test_probe_on_a_guessed_slope_goes_on_when_it_may_save_much(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    struct bso_trial t = first_probe(&job, 10);
+    probe_reaches(&job, &t, 80, 10);
+    assert_true(job.has_min_cost && job.min_cost == 800); /* the new best */
+    bso_job_clear(&job);
+    start(&job);
+    t = first_probe(&job, 10);
+    struct bso_decision d;
+    assert_int_equal(run(&job, &t, 85, 0, &d), 1);
     assert_non_null(strstr(d.message, "more to go"));
     bso_job_clear(&job);
 }
@@ -580,21 +620,6 @@ static void test_one_failure_strikes_the_size_for_its_recurrence_only(void **sta
         again += recur(&job, noisy[r % 2], per, 10, tried, &launches) == 64;
     assert_true(again >= 5);
     bso_job_clear(&job);
-}
-
-/* Size i reached `runs` times in `epochs` epochs at `per` a epoch, last at trial `mark`. */
-static void set_reached(struct bso_job *job, size_t i, int64_t runs, double epochs, double per,
-                        double mark)
-{
-    struct bso_bs_stat *s = &job->stats[i];
-    s->status = BSO_BS_GOOD;
-    s->runs = s->successes = s->total_runs = s->total_successes = runs;
-    s->sum_epochs = epochs * (double)runs;
-    s->sum_sq_epochs = epochs * epochs * (double)runs;
-    s->min_epochs = epochs;
-    s->epochs_sum = epochs * (double)runs;
-    s->cost_sum = per * s->epochs_sum;
-    s->success_mark = mark;
 }
 
 /* How often in `draws` choices the policy hands out size `bs`. */
@@ -1512,6 +1537,7 @@ int main(void)
         cmocka_unit_test(test_exploring_run_stopped_when_expected_to_fail),
         cmocka_unit_test(test_exploring_run_expected_to_fail_goes_on_when_it_may_save_much),
         cmocka_unit_test(test_exploring_run_stopped_when_finishing_costs_more),
+        cmocka_unit_test(test_probe_on_a_guessed_slope_goes_on_when_it_may_save_much),
         cmocka_unit_test(test_exploring_run_estimated_along_transferred_epochs),
         cmocka_unit_test(test_transferred_size_is_rechecked_not_prejudged),
         cmocka_unit_test(test_exploring_run_stopped_at_beta),

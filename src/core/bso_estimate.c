@@ -183,13 +183,40 @@ double bso_policy_epochs_bound(const struct bso_job *job, size_t i)
     return lb;
 }
 
+/* What size a tells the scaling fit (bso_policy_epochs_estimate): log2 of its epochs, or false
+ * when it tells nothing. Sizes that reached the target count with their mean epochs; sizes
+ * whose runs were stopped with what those runs proved (more than they ran), so a failed probe
+ * bends the fit; sizes known only from the job this one was transferred from, with what they
+ * needed there (the same workload). */
+static bool scaling_point(const struct bso_job *job, size_t a, double *log2_epochs)
+{
+    const struct bso_bs_stat *sa = &job->stats[a];
+    const double proved =
+        sa->censored_epochs > 0 && !bso_policy_diverged(job, a) ? sa->censored_epochs + 1 : 0;
+    const double prior = bso_policy_transferred_prior(job, a);
+    if (sa->successes == 0 && !(proved > 0) && !(prior > 0))
+        return false;
+    *log2_epochs = log2(sa->successes > 0 ? bso_bs_mean_epochs(sa) : fmax(prior, proved));
+    return true;
+}
+
+bool bso_policy_slope_guessed(const struct bso_job *job)
+{
+    int points = 0;
+    double y;
+    for (size_t a = 0; a < job->spec.n_batch_sizes && points < 2; a++)
+        points += scaling_point(job, a, &y);
+    return points < 2;
+}
+
 /* A central estimate of the epochs size i needs: E(a) * (b / a)^s from the nearest size a (in
  * log2) that reached the target, where s is the scaling exponent fitted (least squares on
- * log epochs against log batch size) over the sizes that reached it, clamped to [0, 1] between
- * "the same epochs" and "the same steps"; 0.5 until two sizes have (the epochs bound while
- * none has, as after a change found by the only size that had). It judges exploring runs
- * (bso_policy_judged_epochs at the go/no-go, bso_policy_decide later), but where
- * bso_policy_rechecked sends them to the optimistic bso_policy_epochs_bound. */
+ * log epochs against log batch size) over the sizes that tell it (scaling_point), clamped to
+ * [0, 1] between "the same epochs" and "the same steps"; 0.5 until two sizes do (a guess:
+ * bso_policy_slope_guessed), the epochs bound while none has reached (as after a change found
+ * by the only size that had). It judges exploring runs (bso_policy_judged_epochs at the
+ * go/no-go, bso_policy_decide later), but where bso_policy_rechecked sends them to the
+ * optimistic bso_policy_epochs_bound. */
 double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
 {
     if (bso_policy_transferred_prior(job, i) > 0)
@@ -198,20 +225,12 @@ double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
     struct bso_line_fit fit = {0};
     const double x = log2((double)job->spec.batch_sizes[i]);
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
-        const struct bso_bs_stat *sa = &job->stats[a];
-        /* Sizes that reached the target count with their mean epochs; sizes whose runs were
-         * stopped count with what those runs proved (more than they ran), so a failed probe
-         * bends the fit; sizes known only from the job this one was transferred from, with
-         * what they needed there (the same workload). */
-        const double proved =
-            sa->censored_epochs > 0 && !bso_policy_diverged(job, a) ? sa->censored_epochs + 1 : 0;
-        const double prior = bso_policy_transferred_prior(job, a);
-        if (sa->successes == 0 && !(proved > 0) && !(prior > 0))
+        double ya;
+        if (!scaling_point(job, a, &ya))
             continue;
         const double xa = log2((double)job->spec.batch_sizes[a]);
-        const double ya = log2(sa->successes > 0 ? bso_bs_mean_epochs(sa) : fmax(prior, proved));
         bso_fit_add(&fit, xa, ya, 1);
-        if (sa->successes > 0 &&
+        if (job->stats[a].successes > 0 &&
             (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x)))
             near = (int)a;
     }

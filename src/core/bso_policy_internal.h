@@ -55,6 +55,9 @@ double bso_policy_noise_margin(const struct bso_job *job, int64_t runs);
 bool bso_policy_diverged_in_steps(const struct bso_job *job, size_t i);
 double bso_policy_epochs_bound(const struct bso_job *job, size_t i);
 double bso_policy_epochs_estimate(const struct bso_job *job, size_t i);
+/* Whether the estimate's scaling exponent is still the assumed 0.5: fewer than two sizes tell
+ * how epochs grow with batch size. */
+bool bso_policy_slope_guessed(const struct bso_job *job);
 double bso_policy_judged_epochs(const struct bso_job *job, size_t i);
 double bso_policy_passed_epochs(const struct bso_job *job, size_t i);
 
