@@ -1190,6 +1190,38 @@ static void test_rescue_keeps_near_the_sizes_that_reached(void **state)
     bso_job_clear(&job);
 }
 
+/* The job changed and every size near the two that reached (32 and 64, which failed since)
+ * failed too, the oldest failures at 8 and 256: nothing reached since, nothing near is open.
+ * The last resort takes the size near them whose failure is the oldest (8), not the far,
+ * untried sizes (512-4096), whose optimistic cost is the lowest but which lie beyond the curve
+ * the sizes that reached tell. */
+static void test_last_resort_stays_near_the_sizes_that_reached(void **state)
+{
+    (void)state;
+    static const int64_t sizes[] = {8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+    struct bso_job job;
+    start_with(&job, sizes, 10, -1);
+    static const double fail_marks[] = {6, 8, 10, 11, 9, 7};
+    for (size_t i = 0; i < 6; i++) {
+        struct bso_bs_stat *s = &job.stats[i];
+        s->status = BSO_BS_FAILED;
+        s->runs = s->total_runs = s->misses = 1;
+        s->epochs_sum = 20;
+        s->cost_sum = 20 * 1000 / (double)sizes[i];
+        s->fail_mark = fail_marks[i];
+        s->change_mark = 5;
+    }
+    for (size_t i = 2; i <= 3; i++) { /* reached before the change */
+        job.stats[i].total_runs = job.stats[i].total_successes = 4;
+        job.stats[i].success_mark = 4;
+    }
+    job.last_trial_number = 11;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 8);
+    bso_job_clear(&job);
+}
+
 /* 64 reached at trial 1, then no run reaches: while a size may still train the model (tried
  * sizes that did not fail since, open sizes expected to reach within max_epochs) the target is
  * not out of reach; once 16, 64 and 256 failed (32 and 128 lie between failures) it is, since
@@ -1570,6 +1602,7 @@ int main(void)
         cmocka_unit_test(test_rescue_skips_sizes_that_cannot_reach),
         cmocka_unit_test(test_rescue_weighs_how_often_a_size_reaches),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
+        cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),
         cmocka_unit_test(test_rescue_when_no_size_reached_since_the_change),
         cmocka_unit_test(test_target_out_of_reach),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),

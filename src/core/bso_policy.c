@@ -163,19 +163,26 @@ static int rescue(struct bso_job *job)
     if (best >= 0)
         return best;
     /* Nothing that ever reached can still run either: a job that trained before is never
-     * given up, since what failed may have failed for the change alone. The size whose last
-     * failure is the oldest (so that failures cycle through the sizes instead of repeating
-     * one), then the lowest optimistic cost. */
+     * given up, since what failed may have failed for the change alone. First the sizes near
+     * one that ever reached (near_a_reached_size: farther out, the curve is an extrapolation,
+     * and the lowest optimistic cost there is that of sizes that need many times max_epochs);
+     * among those, the size whose last failure is the oldest (so that failures cycle through
+     * the sizes instead of repeating one), then the lowest optimistic cost. */
     best_cost = INFINITY;
+    bool best_near = false;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         if (!bso_policy_usable(job, k))
             continue;
         const double cost = optimistic_cost(job, k);
         const double mark = job->stats[k].fail_mark;
-        if (best < 0 || mark < job->stats[best].fail_mark ||
-            (mark == job->stats[best].fail_mark && cost < best_cost)) {
+        const bool near = near_a_reached_size(job, k);
+        const bool older = mark < job->stats[best < 0 ? 0 : best].fail_mark;
+        const bool as_old = best >= 0 && mark == job->stats[best].fail_mark;
+        if (best < 0 || (near && !best_near) ||
+            (near == best_near && (older || (as_old && cost < best_cost)))) {
             best = (int)k;
             best_cost = cost;
+            best_near = near;
         }
     }
     return best;
