@@ -102,7 +102,11 @@ bool bso_policy_risk_pays(const struct bso_job *job, size_t i, double e, double 
 /* The next size to probe around the best size g (expected cost best_cost), or -1. */
 int bso_policy_explore(const struct bso_job *job, int g, double best_cost);
 
-/* bso_policy.c */
+/* bso_rescue.c: never stuck without a model. */
 bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in this recurrence */
+/* The size a recurrence still looking for a model turns to when every size that reached the
+ * target failed in it (or the job changed and none has reached since); -1 when nothing can
+ * run. */
+int bso_policy_rescue(const struct bso_job *job);
 
 #endif

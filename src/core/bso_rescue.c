@@ -1,0 +1,188 @@
+/* Never stuck without a model: which sizes a recurrence that is still looking for a model
+ * does not hand out again, which size it turns to when every size that reached has failed in
+ * it, and since when the target is out of reach (docs/policy.md, "When the job changes",
+ * "Never stuck without a model"). */
+#include "core/bso_policy.h"
+
+#include <math.h>
+
+#include "core/bso_policy_internal.h"
+#include "core/job.h"
+
+/* Whether size i is not handed out again in the recurrence that is still looking for a model:
+ * it failed after the job's last success (the last trial at which any size reached the
+ * target), or it lies between two sizes that did (sizes between two that failed likely fail
+ * too). One pass: the latest success, and the latest failure on each side of i. */
+bool bso_policy_struck(const struct bso_job *job, size_t i)
+{
+    double since = 0, failed_below = 0, failed_above = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const struct bso_bs_stat *s = &job->stats[k];
+        if (s->success_mark > since)
+            since = s->success_mark;
+        double *failed = k < i ? &failed_below : &failed_above;
+        if (k != i && s->fail_mark > *failed)
+            *failed = s->fail_mark;
+    }
+    return job->stats[i].fail_mark > since || (failed_below > since && failed_above > since);
+}
+
+/* A size's lowest plausible cost to the target: its epochs bound times its cost per epoch. */
+static double optimistic_cost(const struct bso_job *job, size_t i)
+{
+    return bso_policy_epochs_bound(job, i) * bso_policy_epoch_cost(job, i);
+}
+
+/* The epochs a run at open size i is expected to need when a model is needed now: the central
+ * estimate, never below the lower bound. The optimistic bound that ranks probes would send a
+ * rescue to the smallest sizes, which a batch-size-proportional bound makes look cheap
+ * whatever they need. */
+static double expected_open_epochs(const struct bso_job *job, size_t i)
+{
+    return fmax(bso_policy_epochs_estimate(job, i), bso_policy_epochs_bound(job, i));
+}
+
+/* The most epochs a run may be expected to need and still be a rescue: max_epochs, with the
+ * noise margin of an estimate resting on one run. */
+static double rescue_reach(const struct bso_job *job)
+{
+    return (double)job->spec.max_epochs * bso_policy_noise_margin(job, 1);
+}
+
+/* How far (in octaves) from every size that ever reached the target an open size's estimate is
+ * no longer believed in a rescue: the curve it comes from is then an extrapolation, and epochs
+ * may grow far faster than it (past a small critical batch size) or a size may diverge. */
+#define RESCUE_OCTAVES 2.0
+
+/* Whether size k lies within RESCUE_OCTAVES of a size that ever reached the target (any size,
+ * while none has: there is no curve to extrapolate then). */
+static bool near_a_reached_size(const struct bso_job *job, size_t k)
+{
+    const double at = log2((double)job->spec.batch_sizes[k]);
+    bool any = false;
+    for (size_t j = 0; j < job->spec.n_batch_sizes; j++) {
+        if (!(job->stats[j].total_successes > 0))
+            continue;
+        any = true;
+        if (fabs(log2((double)job->spec.batch_sizes[j]) - at) <= RESCUE_OCTAVES)
+            return true;
+    }
+    return !any;
+}
+
+/* Whether size k may train the model a recurrence still needs (rescue): it may run, is not
+ * struck out in the recurrence, and reached the target before or is open, near a size that
+ * reached (near_a_reached_size), and expected to reach it within `reach` epochs. Its expected
+ * cost then goes to *cost. */
+static bool may_rescue(const struct bso_job *job, size_t k, double reach, double *cost)
+{
+    const struct bso_bs_stat *s = &job->stats[k];
+    if (!bso_policy_usable(job, k) || bso_policy_struck(job, k))
+        return false;
+    if (s->successes > 0) {
+        *cost = bso_bs_expected_cost(s);
+        return true;
+    }
+    if (!bso_policy_open_size(job, k) || !near_a_reached_size(job, k))
+        return false;
+    const double epochs = expected_open_epochs(job, k);
+    if (epochs > reach)
+        return false;
+    *cost = epochs * bso_policy_epoch_cost(job, k);
+    return true;
+}
+
+/* What a model is expected to cost at size i, which reached the target before, when each run
+ * there reaches only by chance (bso_bs_reach_chance, p): its expected cost, and (1 - p) / p
+ * runs to max_epochs wasted on the way. */
+static double cost_per_model(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    const double p = bso_bs_reach_chance(s);
+    return bso_bs_expected_cost(s) +
+           (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
+}
+
+/* The recurrence still needs a model and every size that reached the target failed in it (or
+ * the job changed and none has reached since): the size most likely to be cheap that is not
+ * struck out in it, one that reached judged by its expected cost, an open one by its expected
+ * epochs (expected_open_epochs) times its cost per epoch. An open size whose expected epochs
+ * pass max_epochs by more than the noise margin of an estimate resting on one run cannot be
+ * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
+ * of those that reached and failed: the cheapest per model (cost_per_model), so that a size
+ * that reaches one run in five is not tried again and again while one that reaches three in
+ * five, a little dearer per run, is left waiting. -1 when nothing can run. */
+int bso_policy_rescue(const struct bso_job *job)
+{
+    const double reach = rescue_reach(job);
+    int best = -1;
+    double best_cost = INFINITY;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        double cost;
+        if (!may_rescue(job, k, reach, &cost))
+            continue;
+        if (best < 0 || cost < best_cost) {
+            best = (int)k;
+            best_cost = cost;
+        }
+    }
+    if (best >= 0)
+        return best;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        if (job->stats[k].successes == 0 || !bso_policy_usable(job, k))
+            continue;
+        const double cost = cost_per_model(job, k);
+        if (isfinite(cost) && (best < 0 || cost < best_cost)) {
+            best = (int)k;
+            best_cost = cost;
+        }
+    }
+    if (best >= 0)
+        return best;
+    /* Nothing that ever reached can still run either: a job that trained before is never
+     * given up, since what failed may have failed for the change alone. First the sizes near
+     * one that ever reached (near_a_reached_size: farther out, the curve is an extrapolation,
+     * and the lowest optimistic cost there is that of sizes that need many times max_epochs);
+     * among those, the size whose last failure is the oldest (so that failures cycle through
+     * the sizes instead of repeating one), then the lowest optimistic cost. */
+    best_cost = INFINITY;
+    bool best_near = false;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        if (!bso_policy_usable(job, k))
+            continue;
+        const double cost = optimistic_cost(job, k);
+        const double mark = job->stats[k].fail_mark;
+        const bool near = near_a_reached_size(job, k);
+        const bool older = mark < job->stats[best < 0 ? 0 : best].fail_mark;
+        const bool as_old = best >= 0 && mark == job->stats[best].fail_mark;
+        if (best < 0 || (near && !best_near) ||
+            (near == best_near && (older || (as_old && cost < best_cost)))) {
+            best = (int)k;
+            best_cost = cost;
+            best_near = near;
+        }
+    }
+    return best;
+}
+
+int64_t bso_policy_out_of_reach(const struct bso_job *job, int64_t *since)
+{
+    *since = 0;
+    if (job->spec.policy != BSO_POLICY_BSO)
+        return 0;
+    double success = 0, failure = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        success = fmax(success, job->stats[k].success_mark);
+        failure = fmax(failure, job->stats[k].fail_mark);
+    }
+    *since = (int64_t)success;
+    if (!(failure > success))
+        return 0;
+    const double reach = rescue_reach(job);
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        double cost;
+        if (may_rescue(job, k, reach, &cost))
+            return 0;
+    }
+    return job->last_trial_number - *since;
+}
