@@ -1,7 +1,7 @@
 /*
  * Shared between the files of the bso policy only (bso_size.c, bso_estimate.c,
- * bso_epoch_cost.c, bso_posterior.c, bso_search.c, bso_thompson.c, bso_change.c,
- * bso_policy.c); everyone else
+ * bso_epoch_cost.c, bso_posterior.c, bso_search.c, bso_thompson.c, bso_rescue.c,
+ * bso_change.c, bso_policy.c); everyone else
  * goes through bso_policy.h. Size i is an index
  * into the job's batch sizes; nothing here allocates or keeps a pointer.
  */
