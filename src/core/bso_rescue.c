@@ -103,6 +103,24 @@ static double cost_per_model(const struct bso_job *job, size_t i)
            (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
 }
 
+/* A candidate of the rescue's last resort, and the order it goes in: sizes near one that ever
+ * reached first (near_a_reached_size), then the size whose last failure is the oldest (so that
+ * failures cycle through the sizes instead of repeating one), then the lowest optimistic
+ * cost. */
+struct last_resort {
+    bool near;
+    double fail_mark, cost;
+};
+
+static bool goes_first(const struct last_resort *a, const struct last_resort *b)
+{
+    if (a->near != b->near)
+        return a->near;
+    if (a->fail_mark != b->fail_mark)
+        return a->fail_mark < b->fail_mark;
+    return a->cost < b->cost;
+}
+
 /* The recurrence still needs a model and every size that reached the target failed in it (or
  * the job changed and none has reached since): the size most likely to be cheap that is not
  * struck out in it, one that reached judged by its expected cost, an open one by its expected
@@ -140,26 +158,19 @@ int bso_policy_rescue(const struct bso_job *job)
     if (best >= 0)
         return best;
     /* Nothing that ever reached can still run either: a job that trained before is never
-     * given up, since what failed may have failed for the change alone. First the sizes near
-     * one that ever reached (near_a_reached_size: farther out, the curve is an extrapolation,
-     * and the lowest optimistic cost there is that of sizes that need many times max_epochs);
-     * among those, the size whose last failure is the oldest (so that failures cycle through
-     * the sizes instead of repeating one), then the lowest optimistic cost. */
-    best_cost = INFINITY;
-    bool best_near = false;
+     * given up, since what failed may have failed for the change alone. The last resort goes
+     * near the sizes that reached first: farther out the curve is an extrapolation, and the
+     * lowest optimistic cost there is that of sizes that need many times max_epochs. */
+    struct last_resort pick = {0};
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         if (!bso_policy_usable(job, k))
             continue;
-        const double cost = optimistic_cost(job, k);
-        const double mark = job->stats[k].fail_mark;
-        const bool near = near_a_reached_size(job, k);
-        const bool older = mark < job->stats[best < 0 ? 0 : best].fail_mark;
-        const bool as_old = best >= 0 && mark == job->stats[best].fail_mark;
-        if (best < 0 || (near && !best_near) ||
-            (near == best_near && (older || (as_old && cost < best_cost)))) {
+        const struct last_resort c = {.near = near_a_reached_size(job, k),
+                                      .fail_mark = job->stats[k].fail_mark,
+                                      .cost = optimistic_cost(job, k)};
+        if (best < 0 || goes_first(&c, &pick)) {
             best = (int)k;
-            best_cost = cost;
-            best_near = near;
+            pick = c;
         }
     }
     return best;
