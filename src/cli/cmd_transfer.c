@@ -25,10 +25,15 @@ int cmd_transfer(struct ctx *c)
     }
     json_t *job = json_loads(bso_client_body(cl), 0, NULL);
     json_t *origin = json_object_get(job, "transferred_from");
-    printf("%s starts from %s's epochs-to-target at %" PRId64
-           " batch sizes; its costs per epoch are measured afresh\n",
-           c->argv[1], c->argv[0],
-           (int64_t)json_integer_value(json_object_get(origin, "batch_sizes")));
+    const int64_t sizes = (int64_t)json_integer_value(json_object_get(origin, "batch_sizes"));
+    if (sizes == 0) /* not an error: the new job explores as a fresh one would */
+        printf("%s has not reached the target at any batch size yet: %s starts afresh (run the "
+               "transfer again once %s has learnt)\n",
+               c->argv[0], c->argv[1], c->argv[0]);
+    else
+        printf("%s starts from %s's epochs-to-target at %" PRId64
+               " batch size%s; its costs per epoch are measured afresh\n",
+               c->argv[1], c->argv[0], sizes, sizes == 1 ? "" : "s");
     json_decref(job);
     return 0;
 }

@@ -50,11 +50,10 @@ size_t bso_policy_transfer(struct bso_job *to, const struct bso_job *from)
             s->profile_joules_per_sample = c;
             s->profile_samples_per_s = to->spec.max_power / c;
         }
+        /* The old job's epochs replace what an earlier transfer gave (this job's own runs stay). */
         const double e = old_epochs(from, mean_log, b);
-        if (e > 0 && s->successes == 0) {
-            s->prior_epochs = e;
-            n++;
-        }
+        s->prior_epochs = e > 0 && s->successes == 0 ? e : 0;
+        n += s->prior_epochs > 0;
     }
     return n;
 }

@@ -112,6 +112,17 @@ class Transfer(unittest.TestCase):
             status, body = srv.request("POST", "/jobs/tr-b/transfer", {"from": "tr-a"})
             self.assertEqual(status, 200, body)
             self.assertEqual(body["transferred_from"]["job_id"], "tr-a")
+            # From a job that has learnt nothing yet: the new job starts afresh, and says so.
+            self.assertEqual(srv.register(spec("tr-c", "H100"))[0], 201)
+            out = subprocess.run([CLI, "--server", url, "transfer", "tr-c", "tr-b"],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("tr-c has not reached the target at any batch size yet", out.stdout)
+            job = srv.request("GET", "/jobs/tr-b")[1]
+            self.assertEqual(job["transferred_from"]["batch_sizes"], 0)
+            # ...and what the transfer from tr-a gave is gone: no size keeps tr-a's epochs.
+            self.assertEqual([r["prior_epochs"] for r in job["batch_size_stats"]],
+                             [None] * len(SIZES))
 
     def test_bad_input(self):
         with Server() as srv:
