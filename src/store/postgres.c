@@ -208,6 +208,7 @@ enum stmt_id {
     ST_RESET_TRIALS,
     ST_RESET_ARMS,
     ST_RESET_STATS,
+    ST_RESET_ORIGIN,
     ST_RESET_JOB,
     ST_JOB_EXISTS,
     ST_LIST_JOBS,
@@ -280,6 +281,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_RESET_TRIALS] = "DELETE FROM trial WHERE job_id = $1",
     [ST_RESET_ARMS] = "DELETE FROM arm WHERE job_id = $1",
     [ST_RESET_STATS] = "DELETE FROM bs_stat WHERE job_id = $1",
+    [ST_RESET_ORIGIN] = "DELETE FROM job_origin WHERE job_id = $1",
     [ST_RESET_JOB] = "UPDATE job SET stage = 'Pruning', min_cost = NULL,"
                      " min_cost_batch_size = default_batch_size WHERE job_id = $1",
     [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = $1",
@@ -1098,7 +1100,7 @@ static int be_delete_job(struct bso_session *base, const char *job_id)
 static int be_reset_job(struct bso_session *base, const char *job_id)
 {
     static const enum stmt_id steps[] = {ST_RESET_TRIALS, ST_RESET_ARMS, ST_RESET_STATS,
-                                         ST_RESET_JOB};
+                                         ST_RESET_ORIGIN, ST_RESET_JOB};
     struct params p = {.n = 0};
     p_text(&p, job_id);
     for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {

@@ -123,6 +123,13 @@ class Transfer(unittest.TestCase):
             # ...and what the transfer from tr-a gave is gone: no size keeps tr-a's epochs.
             self.assertEqual([r["prior_epochs"] for r in job["batch_size_stats"]],
                              [None] * len(SIZES))
+            # A reset forgets the transfer with the rest of what the job learnt.
+            srv.request("POST", "/jobs/tr-b/transfer", {"from": "tr-a"})
+            self.assertEqual(srv.request("POST", "/jobs/tr-b/reset")[0], 200)
+            job = srv.request("GET", "/jobs/tr-b")[1]
+            self.assertIsNone(job["transferred_from"])
+            self.assertEqual([r["prior_epochs"] for r in job["batch_size_stats"]],
+                             [None] * len(SIZES))
 
     def test_bad_input(self):
         with Server() as srv:
