@@ -92,6 +92,7 @@ int main(int argc, char **argv)
     const char *out_dir = "sim-out";
     const char *policies = "zeus", *powers = "max", *profiles = "none", *decisions = NULL;
     const char *moves = "fresh,transfer";
+    bool move_given = false;
     plan.opt.eta = 0.5;
     plan.opt.beta = 2.0;
     plan.opt.recurrences = 50;
@@ -175,6 +176,7 @@ int main(int argc, char **argv)
                 return fail("%s", why), 2;
         } else if (strcmp(a, "--move") == 0) {
             moves = v;
+            move_given = true;
         } else if (strcmp(a, "--launches") == 0) {
             if (!parse_num(v, &d) || d < 1 || d > 1000 || d != floor(d))
                 return fail("--launches must be a whole number from 1 to 1000"), 2;
@@ -194,10 +196,19 @@ int main(int argc, char **argv)
     /* Every (policy, power, profile) combination asked for, e.g. --policy zeus,bso --power
      * max,jit --profile none,probe. */
     char list_p[64], list_w[64], list_f[64];
-    /* A move to another GPU is replayed both ways (--move), other changes once. */
+    /* A move to another GPU is replayed both ways (--move), other changes once. A change after
+     * the last recurrence would never happen: the replay would look like one without it. */
     bool any_move = false;
-    for (size_t i = 0; i < changes.n; i++)
+    for (size_t i = 0; i < changes.n; i++) {
         any_move |= changes.items[i].kind == SIM_CHANGE_GPU;
+        if (changes.items[i].recurrence > plan.opt.recurrences)
+            return fail("--change at recurrence %lld comes after the last one replayed "
+                        "(--recurrences %lld)",
+                        (long long)changes.items[i].recurrence, (long long)plan.opt.recurrences),
+                   2;
+    }
+    if (move_given && !any_move)
+        return fail("--move applies to a move to another GPU: add --change R:gpu=NAME"), 2;
     snprintf(list_p, sizeof list_p, "%s", policies);
     char *sp = NULL, *sw = NULL, *sf = NULL;
     bool any_profile = false;

@@ -419,12 +419,16 @@ class Sim(unittest.TestCase):
                       "--gpu", "gpu1", "--out", d]
             for bad, says in (("x:epochs=2", "whole number"), ("5:speed=2", "unknown kind"),
                               ("5:epochs=0", "factor"), ("5:epochs=2@<<opt", "sizes"),
-                              ("5epochs", "R:KIND=FACTOR")):
+                              ("5epochs", "R:KIND=FACTOR"),
+                              ("51:epochs=2", "after the last one replayed")):  # N 50
                 out = sim(*common, "--change", bad)
                 self.assertEqual(out.returncode, 2, bad)
                 self.assertIn(says, out.stderr, bad)
             out = sim(*common, "--launches", "0")
             self.assertEqual(out.returncode, 2)
+            out = sim(*common, "--move", "transfer")  # no move to another GPU to replay
+            self.assertEqual(out.returncode, 2)
+            self.assertIn("--change R:gpu=NAME", out.stderr)
 
     def test_change_on_synthetic_traces(self):
         """Epochs x3 at the optimum (64: 20 epochs x 950) from recurrence 5: 64 can no longer
