@@ -232,14 +232,13 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
                          (long long)job->spec.max_epochs);
                 return;
             }
-            /* Its remaining cost passes a fresh run of the best by the estimate, but that rests
-             * on a guessed slope (one size has reached): stopping would keep the guess for
-             * good, as no other size then reaches to correct it, so a probe that may save much
-             * over the recurrences to come (by the optimistic bound its go rested on) is worth
-             * the run, as past max_epochs above. */
-            const bool worth_the_guess =
-                bso_policy_slope_guessed(job) && bso_policy_risk_pays(job, i, e, per, best);
-            if (left * per > best && !worth_the_guess) {
+            /* Its remaining cost passes a fresh run of the best by the estimate; but where that
+             * rests on a guessed slope (one size has reached), stopping would keep the guess
+             * for good, as no other size then reaches to correct it, so a probe that may save
+             * much over the recurrences to come (by the optimistic bound its go rested on) is
+             * worth the run, as past max_epochs above. */
+            if (left * per > best &&
+                !(bso_policy_slope_guessed(job) && bso_policy_risk_pays(job, i, e, per, best))) {
                 snprintf(out->message, sizeof out->message,
                          "Batch size %lld cannot beat the best (%lld): about %.6g more to go "
                          "against %.6g for a fresh run of the best",
