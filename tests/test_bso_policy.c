@@ -183,6 +183,17 @@ static void set_reached(struct bso_job *job, size_t i, int64_t runs, double epoc
     s->success_mark = mark;
 }
 
+/* Runs probe t at `per` an epoch, never reaching: the policy stops it after its first epoch,
+ * saying `says`. */
+static void probe_stopped_at_once(struct bso_job *job, struct bso_trial *t, double per,
+                                  const char *says)
+{
+    struct bso_decision d;
+    assert_int_equal(run(job, t, per, 0, &d), 1);
+    assert_false(d.converged);
+    assert_non_null(strstr(d.message, says));
+}
+
 static void test_exploring_run_goes_on_past_the_best_cost(void **state)
 {
     (void)state;
@@ -206,10 +217,7 @@ static void test_exploring_run_stopped_when_expected_to_fail(void **state)
      * epochs), 750 over the 10 recurrences weighed, less than running on to max_epochs would
      * cost (19 * 95): the probe is stopped as soon as it starts. */
     struct bso_trial t = first_probe(&job, 15);
-    struct bso_decision d;
-    assert_int_equal(run(&job, &t, 95, 0, &d), 1);
-    assert_false(d.converged);
-    assert_non_null(strstr(d.message, "more than max_epochs(20)"));
+    probe_stopped_at_once(&job, &t, 95, "more than max_epochs(20)");
     bso_job_clear(&job);
 }
 
@@ -238,9 +246,7 @@ static void test_exploring_run_stopped_when_finishing_costs_more(void **state)
      * 400 < 1000), but its central estimate (10 * 2^0.5 = 14.1 epochs) leaves 13.1 epochs,
      * 1051, dearer than a fresh run of the best. */
     set_reached(&job, 0, 1, 5, 250, 0);
-    struct bso_decision d;
-    assert_int_equal(run(&job, &t, 80, 0, &d), 1);
-    assert_non_null(strstr(d.message, "more to go"));
+    probe_stopped_at_once(&job, &t, 80, "more to go");
     bso_job_clear(&job);
 }
 
@@ -261,9 +267,7 @@ static void test_probe_on_a_guessed_slope_goes_on_when_it_may_save_much(void **s
     bso_job_clear(&job);
     start(&job);
     t = first_probe(&job, 10);
-    struct bso_decision d;
-    assert_int_equal(run(&job, &t, 85, 0, &d), 1);
-    assert_non_null(strstr(d.message, "more to go"));
+    probe_stopped_at_once(&job, &t, 85, "more to go");
     bso_job_clear(&job);
 }
 
