@@ -1273,6 +1273,38 @@ static void test_rescue_when_no_size_reached_since_the_change(void **state)
     bso_job_clear(&job);
 }
 
+/* 64 was the best (8 epochs at 100 an epoch); 32 (8 at 105), 128 (10 at 85) and 16 (9 at 150)
+ * reached before it; 256 does not fit. Then 64's runs failed until the policy found the
+ * change: no size has reached since, and the recurrence needs a model. The next run is the
+ * cheapest size still expected to reach, 32, not a step of a search anchored at 32 (a
+ * re-check of 128, dearer, which the policy handed out before); once 32 fails too, 128, the
+ * cheapest left. */
+static void test_after_a_change_a_model_comes_before_the_search(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    static const int64_t sizes[] = {16, 32, 64, 128, 256};
+    start_with(&job, sizes, 5, 4);
+    set_reached(&job, 0, 3, 9, 150, 6);
+    set_reached(&job, 1, 4, 8, 105, 8);
+    set_reached(&job, 2, 20, 8, 100, 20);
+    set_reached(&job, 3, 4, 10, 85, 12);
+    job.last_trial_number = 20;
+    for (int t = 21; !any_change_mark(&job); t++) {
+        assert_true(t < 30);
+        observe_at(&job, 2, t, 20, 100, BSO_RUN_FAILED);
+    }
+    for (size_t k = 0; k < job.spec.n_batch_sizes; k++)
+        assert_true(job.stats[k].success_mark < job.stats[k].change_mark);
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 32);
+    observe_at(&job, 1, (double)job.last_trial_number + 1, 20, 105, BSO_RUN_FAILED);
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 128);
+    bso_job_clear(&job);
+}
+
 /* The data set grows: every epoch costs 1.5x at every size at once. Early stopping at beta x
  * the best cost must not kill the runs of the best size for it. */
 static void test_cost_jump_does_not_stop_every_run(void **state)
@@ -1608,6 +1640,7 @@ int main(void)
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),
         cmocka_unit_test(test_rescue_when_no_size_reached_since_the_change),
+        cmocka_unit_test(test_after_a_change_a_model_comes_before_the_search),
         cmocka_unit_test(test_target_out_of_reach),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_cost_jump_at_one_size_is_checked_and_undone),

@@ -164,8 +164,19 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
         return 0;
     }
     /* The search looks around the best measured since the job last changed, when there is
-     * one: a size known only from before may have moved. */
+     * one: a size known only from before may have moved. While none has reached since the
+     * change, the job needs a model before it needs a search: a search anchored at a size
+     * known only from before re-checks its neighbours one by one, on the same side of the
+     * change as the size that found it; the rescue goes to the cheapest size still expected to
+     * reach, and skips sizes that failed since and those between two that did. */
     const int f = bso_policy_best_good(job, true);
+    if (f < 0 && bso_policy_change_trial(job) > 0) {
+        const int r = bso_policy_rescue(job);
+        if (r >= 0) {
+            *batch_size = sp->batch_sizes[r];
+            return 0;
+        }
+    }
     const int a = f >= 0 ? f : g;
     const int c = bso_policy_explore(job, a, bso_bs_expected_cost(&job->stats[a]));
     *batch_size = sp->batch_sizes[c >= 0 ? c : bso_policy_thompson(job)];
