@@ -117,18 +117,26 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     const int n = (int)sp->n_batch_sizes;
     const int d = bso_job_spec_index(sp, sp->default_batch_size);
     const int g = best_good(job);
-    if (g < 0) {
-        /* Something reached before, or the job changed: a model is needed now. */
-        bool rescue_needed = false;
-        for (int k = 0; k < n; k++)
-            rescue_needed |= job->stats[k].change_mark > 0 || job->stats[k].successes > 0;
-        if (rescue_needed) {
-            const int c = bso_policy_rescue(job);
-            if (c < 0)
-                return BSO_EPRUNED;
+    /* The best measured since the job last changed (every size that reached, if it never did):
+     * where none is, but something reached before or the job changed, a model is needed now,
+     * before any search. After a change, a search anchored at a size known only from before
+     * would re-check its neighbours one by one, on the same side of the change as the size
+     * that found it; the rescue goes to the cheapest size still expected to reach, and skips
+     * sizes that failed since and those between two that did. */
+    const int f = bso_policy_best_good(job, true);
+    bool reached_before = false;
+    for (int k = 0; k < n; k++)
+        reached_before |= job->stats[k].successes > 0;
+    if (f < 0 && (reached_before || bso_policy_change_trial(job) > 0)) {
+        const int c = bso_policy_rescue(job);
+        if (c >= 0) {
             *batch_size = sp->batch_sizes[c];
             return 0;
         }
+        if (g < 0)
+            return BSO_EPRUNED;
+    }
+    if (g < 0) {
         /* Transferred from another job and nothing run yet: the size the old job's epochs and
          * costs favour. */
         const int t = transferred_start(job);
@@ -164,19 +172,7 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
         return 0;
     }
     /* The search looks around the best measured since the job last changed, when there is
-     * one: a size known only from before may have moved. While none has reached since the
-     * change, the job needs a model before it needs a search: a search anchored at a size
-     * known only from before re-checks its neighbours one by one, on the same side of the
-     * change as the size that found it; the rescue goes to the cheapest size still expected to
-     * reach, and skips sizes that failed since and those between two that did. */
-    const int f = bso_policy_best_good(job, true);
-    if (f < 0 && bso_policy_change_trial(job) > 0) {
-        const int r = bso_policy_rescue(job);
-        if (r >= 0) {
-            *batch_size = sp->batch_sizes[r];
-            return 0;
-        }
-    }
+     * one: a size known only from before may have moved. */
     const int a = f >= 0 ? f : g;
     const int c = bso_policy_explore(job, a, bso_bs_expected_cost(&job->stats[a]));
     *batch_size = sp->batch_sizes[c >= 0 ? c : bso_policy_thompson(job)];
