@@ -1,7 +1,8 @@
 #!/bin/bash
 # The real-GPU checks of BSO, for a machine with an NVIDIA GPU and PyTorch with CUDA:
 # NVML energy against nvidia-smi's power readings, bso gpus, a device probe, real CUDA training
-# runs as a recurring job against a live bso-server, and power-limit profiling (root only).
+# runs as a recurring job against a live bso-server, power-limit profiling (root only), a real
+# out-of-memory under MemoryScaler, and bench/adaptive.py on CUDA.
 # Usage: tools/gpu-check.sh BUILD_DIR [OUT_DIR]   (BUILD_DIR holds bso-server, bso, libbso.so)
 set -u
 build=$(cd "$1" && pwd); out=${2:-/tmp/bso-gpu-check}; mkdir -p "$out"
@@ -97,4 +98,9 @@ for i in 1 2 3; do
     "$py" "$here/examples/digits/train.py" --job-id digits-gpu --device cuda 2>&1 | tail -2
 done
 kill $srv; wait $srv 2>/dev/null
+
+step "a real out-of-memory under MemoryScaler (process capped at 4 GiB)"
+"$py" "$here/tools/gpu-memory-check.py"
+step "fixed against changing batch sizes on CUDA (bench/adaptive.py, 5 seeds)"
+"$py" "$here/bench/adaptive.py" --device cuda --seeds 5
 echo "gpu-check done"

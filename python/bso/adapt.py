@@ -130,7 +130,9 @@ class MemoryScaler(BatchSizeController):
     """Grows (to the next allowed size, doubling by default) after `patience` steps in a row
     with memory under `low` (a fraction of the device), as long as the last growth raised
     throughput by at least `min_gain`; shrinks at once above `high` or on out-of-memory, and
-    then does not grow for `cooldown` steps. observe(samples, seconds=, memory=, oom=)."""
+    then does not grow for `cooldown` steps. After an out-of-memory it goes back to the largest
+    size that ran, and later grows only halfway towards the smallest size that failed, until
+    that step would add less than an eighth. observe(samples, seconds=, memory=, oom=)."""
 
     def __init__(self, start: int, max_size: int, *, low: float = 0.6, high: float = 0.85,
                  patience: int = 20, cooldown: int = 200, min_gain: float = 0.05, **limits):
@@ -144,6 +146,8 @@ class MemoryScaler(BatchSizeController):
         self._hold = 0
         self._rates = {}  # batch size -> samples per second, smoothed
         self._grew_from = None
+        self._ran = 0  # the largest size that ran a step
+        self._failed = None  # the smallest size that ran out of memory
         self.ooms = 0
 
     def out_of_memory(self) -> int:
@@ -153,17 +157,32 @@ class MemoryScaler(BatchSizeController):
 
     def _shrink(self, oom: bool) -> int:
         n = self.batch_size
+        self._calm, self._hold, self._grew_from = 0, self.cooldown, None
         if oom:  # what failed does not fit: never again in this run
             self.ooms += 1
             self.max_size = max(self.min_size, min(self.max_size, n - 1))
-        self._calm, self._hold, self._grew_from = 0, self.cooldown, None
+            self._failed = n if self._failed is None else min(self._failed, n)
+            if self.min_size <= self._ran < n:
+                return self._ran  # known to run: halving would throw away more than failed
         return self._step_down(n)
+
+    def _grow(self, n: int) -> int:
+        """The size to grow to from n (n: stay). Below a size that ran out of memory, halfway
+        to it: doubling again would retry the edge one sample below it, run after run."""
+        up = self._step_up(n)
+        if self._failed is None or up <= n:
+            return up
+        halfway = self._allowed((n + self._failed) / 2)
+        if halfway >= up:
+            return up
+        return halfway if halfway - n >= n / 8 else n
 
     def _decide(self, samples: int, seconds: Optional[float] = None,
                 memory: Optional[float] = None, oom: bool = False, **_) -> int:
         n = self.batch_size
         if oom or (memory is not None and memory > self.high):
             return self._shrink(oom)
+        self._ran = max(self._ran, n)
         if seconds and seconds > 0:
             r, rate = self._rates.get(n), samples / seconds
             self._rates[n] = rate if r is None else 0.8 * r + 0.2 * rate
@@ -180,7 +199,7 @@ class MemoryScaler(BatchSizeController):
                 self.max_size, self._calm, self._here = back, 0, 0
                 return back
         if self._calm >= self.patience and n < self.max_size:
-            up = self._step_up(n)
+            up = self._grow(n)
             if up > n:
                 self._grew_from, self._calm, self._here = n, 0, 0
                 return up

@@ -355,6 +355,28 @@ class Steps(unittest.TestCase):
         self.assertEqual(scaler.max_size, 127)  # 128 is never tried again in this run
         self.assertEqual(step.step(batch_of(64, seed=2)), 64)  # the cooldown holds
 
+    def test_after_out_of_memory_the_scaler_bisects_instead_of_retrying_the_edge(self):
+        # 150 samples fit. Doubling from 16 fails at 256; growing back must then close in on
+        # the edge between what fitted and what failed, and stop: not retry 255, 254, ... (one
+        # out-of-memory per cooldown for the rest of the run, as first seen on an H100).
+        scaler = bt.MemoryScaler(16, max_size=4096, patience=2, cooldown=3, min_gain=-1)
+        net, step = self.stepper(scaler, fits=150, memory=lambda: None)
+        sizes = [step.step(batch_of(scaler.batch_size, seed=k)) for k in range(200)]
+        self.assertIn(128, sizes)
+        self.assertNotIn(255, sizes)
+        self.assertLessEqual(step.ooms, 4)  # 256, then at most a few halvings of 128..256
+        self.assertEqual(sum(n > 150 for n in sizes), step.ooms)  # each too large size once
+        tail = sizes[-100:]
+        self.assertEqual(len(set(tail)), 1)  # settled
+        self.assertGreaterEqual(tail[0], 128 + 128 // 8)  # above the last doubling, near 150
+        # After an out-of-memory the retry goes back to the largest size that ran, not half.
+        again = bt.MemoryScaler(16, max_size=4096, patience=1, cooldown=0, min_gain=-1)
+        _, step = self.stepper(again, fits=100, memory=lambda: None)
+        got = [step.step(batch_of(again.batch_size, seed=k)) for k in range(7)]
+        # 128 fails: 64, then halfway 96; 112 fails: back to 96 (not 56); 104 would add < 1/8.
+        self.assertEqual(got, [32, 64, 128, 96, 112, 96, 96])
+        self.assertEqual(step.ooms, 2)
+
     def test_other_controllers_keep_their_size_and_halve_the_micro_batch(self):
         ramp = bt.RampSchedule(128, 128, over_samples=1)
         net, step = self.stepper(ramp, fits=40, memory=lambda: None)
