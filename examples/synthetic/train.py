@@ -29,14 +29,19 @@ BATCH_SIZES = [64, 128, 256, 512, 1024, 2048, 4096]
 FEATURES, CLASSES = 128, 16
 
 
-def data(n_train, device):
+def data(n_train, device, label_noise=0.0):
     """The same task every run: the labelling function and the samples come from fixed
-    seeds."""
+    seeds. label_noise replaces that share of the training labels (not the validation
+    labels) with random classes, as data that drifted noisier would: the same target then
+    takes more epochs."""
     g = torch.Generator().manual_seed(0)
     linear = torch.randn(FEATURES, CLASSES, generator=g)
     bent = torch.randn(FEATURES, CLASSES, generator=g)
     x = torch.randn(n_train + n_train // 5, FEATURES, generator=g)
     y = (x @ linear + torch.tanh(x @ bent)).argmax(1)
+    if label_noise > 0:
+        noisy = torch.rand(n_train, generator=g) < label_noise
+        y[:n_train][noisy] = torch.randint(0, CLASSES, (int(noisy.sum()),), generator=g)
     x, y = x.to(device), y.to(device)
     return (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])
 
@@ -65,6 +70,8 @@ def main():
     p.add_argument("--target", type=float, default=0.88)
     p.add_argument("--max-epochs", type=int, default=12)
     p.add_argument("--seed", type=int, default=None, help="the bandit's seed (mab_seed)")
+    p.add_argument("--label-noise", type=float, default=0.0,
+                   help="share of training labels replaced at random (data that drifted)")
     p.add_argument("--optimize-power", action="store_true", help="tune the GPU power limit too")
     p.add_argument("--probe", action="store_true",
                    help="probe which sizes fit and their rates first, and post the profile")
@@ -77,7 +84,9 @@ def main():
                        mab_seed=args.seed)
     monitor = bso.EnergyMonitor()
     opt = bso.BatchSizeOptimizer(monitor, args.server, spec, optimize_power=args.optimize_power)
-    (xt, yt), (xv, yv) = data(args.samples, device)
+    if not 0 <= args.label_noise < 1:
+        p.error("--label-noise must be in [0, 1)")
+    (xt, yt), (xv, yv) = data(args.samples, device, args.label_noise)
     result = {"job_id": opt.job_id, "device": str(device), "source": monitor.source}
     if args.probe:
         net = model(args.width, args.depth, device)
