@@ -8,7 +8,8 @@
 # Usage: tools/gpu-drift-check.sh BUILD_DIR [OUT_DIR] [RUNS_PER_PHASE]   (default 6)
 # WIDTH and SAMPLES (default 2048 and 200000) shrink the model and data for a smoke test on a CPU.
 set -u
-build=$(cd "$1" && pwd); out=${2:-/tmp/bso-drift-check}; runs=${3:-6}; mkdir -p "$out"
+build=$(cd "$1" && pwd); out=${2:-/tmp/bso-drift-check}; runs=${3:-6}
+mkdir -p "$out" && rm -f "$out"/bso.db*  # a new job each time
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BSO_LIBRARY=$build/libbso.so PYTHONUNBUFFERED=1 PYTHONPATH=$here/python${PYTHONPATH:+:$PYTHONPATH}
 py=${PYTHON:-python3}
@@ -17,7 +18,7 @@ step() { echo; echo "=== $* ($(date +%T))"; }
 
 step "calibration: validation accuracy per epoch at 512 and 2048, by label noise (no server)"
 noise=$("$py" - "$here/examples/synthetic" <<'PY'
-import os, sys, torch, torch.nn as nn
+import os, sys, torch
 sys.path.insert(0, sys.argv[1])
 import train as T
 dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -30,15 +31,10 @@ for noise in (0.0, 0.1, 0.2):
     for b in (512, 2048):
         torch.manual_seed(1)
         net = T.model(width, 4, dev)
-        opt = torch.optim.Adam(net.parameters(), lr=1e-3 * (b / 256) ** 0.5)
+        opt = T.optimizer(net, b)
         accs = []
         for epoch in range(10):
-            order = torch.randperm(len(yt), device=dev)
-            for i in range(0, len(yt), b):
-                idx = order[i:i + b]
-                opt.zero_grad(set_to_none=True)
-                nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
-                opt.step()
+            T.train_epoch(net, opt, xt, yt, b)
             accs.append(T.accuracy(net, xv, yv))
         reached[b] = next((e + 1 for e, a in enumerate(accs) if a >= target), None)
         print("noise %.1f batch %4d: %s -> %s epochs" % (noise, b, " ".join("%.3f" % a for a in accs),

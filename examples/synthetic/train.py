@@ -54,6 +54,25 @@ def model(width, depth, device):
     return nn.Sequential(*layers, nn.Linear(d, CLASSES)).to(device)
 
 
+def optimizer(net, batch_size):
+    """Adam, its step growing with the square root of the batch (the usual rule for adaptive
+    methods)."""
+    return torch.optim.Adam(net.parameters(), lr=1e-3 * (batch_size / 256) ** 0.5)
+
+
+def train_epoch(net, opt, xt, yt, batch_size, after_step=None):
+    """One pass over the training samples in a random order; after_step(samples) after each
+    optimizer step."""
+    order = torch.randperm(len(yt), device=xt.device)
+    for i in range(0, len(yt), batch_size):
+        idx = order[i:i + batch_size]
+        opt.zero_grad(set_to_none=True)
+        nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
+        opt.step()
+        if after_step is not None:
+            after_step(len(idx))
+
+
 def accuracy(net, x, y):
     with torch.no_grad():
         return (net(x).argmax(1) == y).float().mean().item()
@@ -102,23 +121,20 @@ def main():
     batch_size = opt.get_batch_size()
     torch.manual_seed(opt.trial_number)  # each recurrence starts from another init
     net = model(args.width, args.depth, device)
-    # Adam's step grows with the square root of the batch (the usual rule for adaptive methods).
-    sgd = torch.optim.Adam(net.parameters(), lr=1e-3 * (batch_size / 256) ** 0.5)
+    sgd = optimizer(net, batch_size)
     result.update(trial=opt.trial_number, batch_size=batch_size, converged=False)
+
+    def tuner_step(samples):
+        if device.type == "cuda":
+            torch.cuda.synchronize()  # the tuner times finished work
+        opt.on_step(samples)
+
     status = 0
     opt.on_train_begin()
     try:
         for epoch in range(args.max_epochs):
-            order = torch.randperm(len(yt), device=device)
-            for i in range(0, len(yt), batch_size):
-                idx = order[i:i + batch_size]
-                sgd.zero_grad(set_to_none=True)
-                nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
-                sgd.step()
-                if args.optimize_power:
-                    if device.type == "cuda":
-                        torch.cuda.synchronize()  # the tuner times finished work
-                    opt.on_step(len(idx))
+            train_epoch(net, sgd, xt, yt, batch_size,
+                        tuner_step if args.optimize_power else None)
             acc = accuracy(net, xv, yv)
             if device.type == "cuda":
                 torch.cuda.synchronize()

@@ -118,5 +118,45 @@ class DigitsExample(unittest.TestCase):
             self.assertLess(abs(lines[0]["mean_batch_size"] - lines[1]["mean_batch_size"]), 1)
 
 
+SYNTHETIC = os.path.join(HERE, "..", "..", "examples", "synthetic")
+
+
+@unittest.skipIf(torch is None, "python3-torch and python3-sklearn are not installed")
+class SyntheticExample(unittest.TestCase):
+    """examples/synthetic/train.py, whose --label-noise makes the drift of
+    tools/gpu-drift-check.sh."""
+
+    def test_label_noise_replaces_a_share_of_the_training_labels_only(self):
+        sys.path.insert(0, SYNTHETIC)
+        try:
+            import train as synthetic
+        finally:
+            sys.path.remove(SYNTHETIC)
+        (xt, yt), (xv, yv) = synthetic.data(20000, "cpu")
+        (xn, yn), (xvn, yvn) = synthetic.data(20000, "cpu", 0.2)
+        self.assertTrue(torch.equal(xt, xn) and torch.equal(xv, xvn) and torch.equal(yv, yvn))
+        changed = (yt != yn).float().mean().item()
+        # A fifth replaced at random; one in 16 of those draws the label it had.
+        self.assertAlmostEqual(changed, 0.2 * 15 / 16, delta=0.01)
+
+    def test_runs_against_the_server_and_rejects_bad_noise(self):
+        train = os.path.join(SYNTHETIC, "train.py")
+        env = dict(os.environ, BSO_ASSUMED_POWER_W="65")
+        with Server() as srv:
+            args = [sys.executable, train, "--server", "http://127.0.0.1:%d" % srv.port,
+                    "--job-id", "synthetic-test", "--device", "cpu", "--width", "32",
+                    "--depth", "1", "--samples", "2000", "--target", "0.3", "--max-epochs", "4"]
+            p = subprocess.run(args + ["--label-noise", "0.1"], env=env, capture_output=True,
+                               text=True, timeout=300)
+            self.assertIn(p.returncode, (0, 3), p.stdout + p.stderr)
+            run = json.loads(p.stdout.splitlines()[-1])
+            self.assertEqual((run["trial"], run["batch_size"]), (1, 256))  # the default first
+            self.assertGreaterEqual(run["epochs"], 1)
+            bad = subprocess.run(args + ["--label-noise", "1.5"], env=env, capture_output=True,
+                                 text=True, timeout=300)
+            self.assertEqual(bad.returncode, 2)
+            self.assertIn("--label-noise must be in [0, 1)", bad.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
