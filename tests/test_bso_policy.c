@@ -569,6 +569,44 @@ static void test_change_detected_and_search_reopened(void **state)
     bso_job_clear(&job);
 }
 
+/* One surprising run at the best size is evidence short of the alarm: the size says how far it
+ * went (bso_policy_change_evidence, what `bso show` prints), the next such run adds to it, and
+ * once the alarm is raised the sums start again. Nothing is said under the zeus policy. */
+static void test_change_evidence_builds_before_the_alarm(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    int64_t tried[10];
+    int launches;
+    /* 64 (the cheapest) needs 7 or 9 epochs, so that its runs have a spread to be judged by. */
+    const int64_t even[] = {6, 7, 7, 14, 19}, odd[] = {6, 7, 9, 14, 19};
+    for (int r = 0; r < 30; r++)
+        recur(&job, r % 2 ? odd : even, base_per, 10, tried, &launches);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        assert_true(bso_policy_change_evidence(&job, i) < 0.2);
+    const double before = bso_policy_change_evidence(&job, 2);
+    const int64_t slower[] = {6, 7, 11, 14, 19};
+    assert_int_equal(recur(&job, slower, base_per, 10, tried, &launches), 64);
+    const double once = bso_policy_change_evidence(&job, 2);
+    assert_true(once > before + 0.1 && once < 1);
+    assert_false(any_change_mark(&job));
+    double last = once;
+    for (int r = 0; r < 6 && !any_change_mark(&job); r++) {
+        recur(&job, slower, base_per, 10, tried, &launches);
+        if (!any_change_mark(&job)) {
+            assert_true(bso_policy_change_evidence(&job, 2) > last);
+            last = bso_policy_change_evidence(&job, 2);
+        }
+    }
+    assert_true(any_change_mark(&job));
+    assert_true(bso_policy_change_evidence(&job, 2) < once);
+    job.spec.policy = BSO_POLICY_ZEUS;
+    job.stats[2].drift_up = 5;
+    assert_true(bso_policy_change_evidence(&job, 2) == 0);
+    bso_job_clear(&job);
+}
+
 /* A size that just failed to reach is not handed out again in the same recurrence while another
  * size may reach, and the recurrences after train a model at once. */
 static void test_failed_size_not_repeated_in_recurrence(void **state)
@@ -1617,6 +1655,7 @@ int main(void)
         cmocka_unit_test(test_all_failed_is_pruned),
         cmocka_unit_test(test_no_change_no_alarm),
         cmocka_unit_test(test_change_detected_and_search_reopened),
+        cmocka_unit_test(test_change_evidence_builds_before_the_alarm),
         cmocka_unit_test(test_run_stopped_by_the_change_does_not_bound_the_search),
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),

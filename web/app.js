@@ -312,6 +312,15 @@ function jobView(job, trials) {
     origin.push(el('p', { id: 'changed', class: 'muted',
       text: `The job changed: found after trial ${job.change_detected_at_trial}; what was learnt before weighs as one run per size.` }));
 
+  // A change not found yet, but building: the size whose runs went furthest towards one, from
+  // half the alarm on (as `bso show` says it).
+  const building = (job.batch_size_stats || []).reduce(
+    (a, s) => (s.change_evidence || 0) > (a ? a.change_evidence : 0.5) ? s : a, null);
+  if (building)
+    origin.push(el('p', { id: 'building', class: 'muted',
+      text: `The job may be changing: the runs at batch size ${building.batch_size} are ` +
+            `${Math.round(100 * building.change_evidence)}% of the way to saying so.` }));
+
   // No size reached the target since the last model, and none is expected to: say so first.
   const reach = job.target_out_of_reach;
   if (reach)

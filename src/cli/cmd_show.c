@@ -9,12 +9,12 @@
 /* The bso policy's view of each batch size, and the best so far. */
 static void show_bs_stats(json_t *stats)
 {
-    printf("\n%10s %-8s %5s %9s %7s %11s %14s %14s\n", "BATCH SIZE", "STATUS", "RUNS", "REACHED",
-           "MISSED", "MEAN EPOCHS", "COST/EPOCH", "EXPECTED COST");
+    printf("\n%10s %-8s %5s %9s %7s %11s %14s %14s %7s\n", "BATCH SIZE", "STATUS", "RUNS",
+           "REACHED", "MISSED", "MEAN EPOCHS", "COST/EPOCH", "EXPECTED COST", "CHANGE");
     json_t *st;
     size_t i;
-    int64_t best = -1;
-    double best_cost = INFINITY;
+    int64_t best = -1, building_at = -1;
+    double best_cost = INFINITY, building = 0.5; /* said below from half the alarm on */
     json_array_foreach(stats, i, st)
     {
         char epochs[32], per[32], cost[32];
@@ -25,11 +25,22 @@ static void show_bs_stats(json_t *stats)
         /* A size whose runs diverged bounds nothing (docs/policy.md): not "failed" or "killed". */
         const char *status =
             json_is_true(json_object_get(st, "diverged")) ? "diverged" : cli_str(st, "status");
+        /* CHANGE: how far this size's runs have gone towards saying that the job changed (a
+         * share of the alarm; "-" for none, or from a server too old to say). */
+        char change[16] = "-";
+        const double evidence = json_number_value(json_object_get(st, "change_evidence"));
+        if (evidence >= 0.005)
+            snprintf(change, sizeof change, "%.0f%%", 100 * evidence);
+        if (evidence > building) {
+            building = evidence;
+            building_at = bs;
+        }
         /* MISSED: runs to max_epochs without reaching (0 from a server too old to count them). */
-        printf("%10" PRId64 " %-8s %5" PRId64 " %9" PRId64 " %7" PRId64 " %11s %14s %14s\n", bs,
+        printf("%10" PRId64 " %-8s %5" PRId64 " %9" PRId64 " %7" PRId64 " %11s %14s %14s %7s\n", bs,
                status, (int64_t)json_integer_value(json_object_get(st, "runs")),
                (int64_t)json_integer_value(json_object_get(st, "successes")),
-               (int64_t)json_integer_value(json_object_get(st, "misses")), epochs, per, cost);
+               (int64_t)json_integer_value(json_object_get(st, "misses")), epochs, per, cost,
+               change);
         json_t *e = json_object_get(st, "expected_cost");
         if (json_is_number(e) && json_number_value(e) < best_cost) {
             best_cost = json_number_value(e);
@@ -39,6 +50,10 @@ static void show_bs_stats(json_t *stats)
     if (best >= 0)
         printf("\nbest batch size so far: %" PRId64 " (lowest expected cost %.1f)\n", best,
                best_cost);
+    if (building_at >= 0)
+        printf("the job may be changing: the runs at batch size %" PRId64
+               " are %.0f%% of the way to saying so\n",
+               building_at, 100 * building);
 }
 
 /* The power limit chosen per batch size, with what each limit measured. */

@@ -249,6 +249,15 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     return all;
 }
 
+double bso_policy_change_evidence(const struct bso_job *job, size_t i)
+{
+    if (job->spec.policy != BSO_POLICY_BSO)
+        return 0;
+    const struct bso_bs_stat *s = &job->stats[i];
+    const double e = fmax(s->drift_up / DRIFT_ALARM, s->drift_fail / FAIL_ALARM);
+    return e > 0 ? fmin(e, 1) : 0;
+}
+
 int64_t bso_policy_change_trial(const struct bso_job *job)
 {
     /* A change marks every size that did not reach since it with the trial that found it, and

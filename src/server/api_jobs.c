@@ -280,6 +280,8 @@ static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
         bso_h_jb_maybe(b, s->prior_epochs > 0 ? s->prior_epochs : NAN);
         jb_key(b, "diverged"); /* its runs stopped past what the scaling laws allow */
         jb_bool(b, job->spec.policy == BSO_POLICY_BSO && bso_policy_diverged(job, i));
+        jb_key(b, "change_evidence"); /* share of what says the job changed, from its runs */
+        jb_float(b, bso_policy_change_evidence(job, i));
         jb_end(b);
     }
     jb_end(b);

@@ -78,9 +78,9 @@ class Cli(unittest.TestCase):
         self.assertEqual(sizes, [32, 64, 64])
         show = self.bso("show", "cli-bso").stdout
         self.assertIn("stage    MAB", show)
-        self.assertRegex(show, r"\n\s+32 good\s+1\s+1\s+0\s+2\.00\s+2000\.0\s+4000\.0\n")
-        self.assertRegex(show, r"\n\s+64 good\s+2\s+2\s+0\s+2\.00\s+1150\.0\s+2300\.0\n")
-        self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+0\s+-\s+-\s+-\n")
+        self.assertRegex(show, r"\n\s+32 good\s+1\s+1\s+0\s+2\.00\s+2000\.0\s+4000\.0\s+-\n")
+        self.assertRegex(show, r"\n\s+64 good\s+2\s+2\s+0\s+2\.00\s+1150\.0\s+2300\.0\s+-\n")
+        self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+0\s+-\s+-\s+-\s+-\n")
         self.assertIn("best batch size so far: 64 (lowest expected cost 2300.0)", show)
 
     def test_show_size_whose_run_diverged(self):
@@ -122,6 +122,52 @@ class Cli(unittest.TestCase):
         reach = {16: 4, 32: 4, 64: 5, 128: 8}
         launched = [run(reach)[0] for _ in range(8)]
         self.assertIn(128, launched)
+
+    def test_show_says_when_a_change_is_building(self):
+        """Runs at 64 that reached in 5 or 6 epochs, then one in 10: not yet enough to say the
+        job changed, but GET /jobs/ID gives 64 its share of the evidence and `show` prints it
+        (CHANGE column) and warns from half the alarm on."""
+        spec = {"job_id": "cli-drift", "job_id_prefix": "cli", "batch_sizes": [32, 64, 128],
+                "default_batch_size": 64, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100", "target_metric": 0.9, "max_epochs": 20, "policy": "bso"}
+        self.assertEqual(self.srv.register(spec)[0], 201)
+        epochs = {32: 12, 128: 12}  # dearer than 64 in time and in epochs
+
+        def run(at_64):
+            status, t = self.srv.predict("cli-drift")
+            self.assertEqual(status, 200, t)
+            need = at_64 if t["batch_size"] == 64 else epochs[t["batch_size"]]
+            for e in range(1, 21):
+                status, a = self.srv.report("cli-drift", t["batch_size"], t["trial_number"],
+                                            30.0 * e, 0.0, 0.95 if e >= need else 0.1, e)
+                self.assertEqual(status, 200, a)
+                if a["stop_train"]:
+                    return t["batch_size"]
+            self.fail("never stopped")
+
+        def evidence():
+            job = self.srv.request("GET", "/jobs/cli-drift")[1]
+            self.assertIsNone(job["change_detected_at_trial"])
+            return {s["batch_size"]: s["change_evidence"] for s in job["batch_size_stats"]}
+
+        runs_at_64 = 0
+        for k in range(40):
+            runs_at_64 += run(5 + runs_at_64 % 2) == 64
+            if runs_at_64 >= 8:
+                break
+        self.assertGreaterEqual(runs_at_64, 8)
+        self.assertLess(evidence()[64], 0.5)
+        self.assertNotIn("may be changing", self.bso("show", "cli-drift").stdout)
+        while run(10) != 64:
+            pass
+        share = evidence()
+        self.assertTrue(0.5 < share[64] < 1, share)
+        out = self.bso("show", "cli-drift").stdout
+        self.assertIn("CHANGE", out)
+        row = [line.split() for line in out.splitlines() if line.split()[:1] == ["64"]]
+        self.assertEqual(row[0][-1], "%.0f%%" % (100 * share[64]))
+        self.assertIn("the job may be changing: the runs at batch size 64 are %.0f%% of the way"
+                      % (100 * share[64]), out)
 
     def test_show_warns_when_the_target_is_out_of_reach(self):
         """A job whose target stops being reachable within max_epochs: 64 reached once, then

@@ -118,6 +118,24 @@ class Dashboard(unittest.TestCase):
                     "trial_number": t["trial_number"], "time": 60.0 * epoch, "energy": 0.0,
                     "metric": 0.1, "current_epoch": epoch})
             assert a["stop_train"] and not a["converged"]
+        # A bso job whose best size, 64 (5 or 6 epochs), then needs 10: not yet a change found,
+        # but its page says one is building at 64.
+        spec = {"job_id": "drift-demo", "job_id_prefix": "drift", "batch_sizes": [32, 64, 128],
+                "default_batch_size": 64, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": "A100", "target_metric": 0.9, "max_epochs": 20, "policy": "bso"}
+        cls.call("POST", "/jobs", spec)
+        at_64 = 0
+        while at_64 < 9:
+            t = cls.get("/jobs/batch_size?job_id=drift-demo")
+            need = (5 + at_64 % 2 if at_64 < 8 else 10) if t["batch_size"] == 64 else 12
+            at_64 += t["batch_size"] == 64
+            for epoch in range(1, 21):
+                a = cls.call("POST", "/report", {
+                    "job_id": "drift-demo", "batch_size": t["batch_size"],
+                    "trial_number": t["trial_number"], "time": 30.0 * epoch, "energy": 0.0,
+                    "metric": 0.95 if epoch >= need else 0.1, "current_epoch": epoch})
+                if a["stop_train"]:
+                    break
         cls.jobs = []
         for j in cls.get("/jobs")["jobs"]:
             job = cls.get("/jobs/" + j["job_id"])
@@ -129,6 +147,10 @@ class Dashboard(unittest.TestCase):
                              "diverged": sum(1 for b in job.get("batch_size_stats", [])
                                              if b["diverged"]),
                              "out_of_reach": job.get("target_out_of_reach") is not None,
+                             "building": max(
+                                 [(b["change_evidence"], b["batch_size"])
+                                  for b in job.get("batch_size_stats", [])
+                                  if b["change_evidence"] > 0.5] or [(0, None)])[1],
                              "screenshot": j["job_id"] == "adapt-demo",
                              "progress_points": sum(len(p) for p in [
                                  t["progress"] for t in
@@ -138,6 +160,8 @@ class Dashboard(unittest.TestCase):
         assert sum(1 for j in cls.jobs if j["origin"]) == 1
         assert [j["diverged"] for j in cls.jobs if j["job_id"] == "diverged-demo"] == [1]
         assert [j["job_id"] for j in cls.jobs if j["out_of_reach"]] == ["unreachable-demo"]
+        assert [(j["job_id"], j["building"]) for j in cls.jobs if j["building"]] == [
+            ("drift-demo", 64)]
 
     @classmethod
     def tearDownClass(cls):
@@ -166,7 +190,7 @@ class Dashboard(unittest.TestCase):
             if REQUIRED:
                 self.fail("chromium or playwright-core is missing (%s, %s)" % (CHROMIUM, MODULES))
             self.skipTest("no chromium or playwright-core here")
-        self.assertEqual(len(self.jobs), 9)
+        self.assertEqual(len(self.jobs), 10)
         self.assertEqual([j["progress_points"] for j in self.jobs if j["progress_points"]], [7])
         out_dir = os.environ.get("BSO_UI_ARTIFACTS") or tempfile.mkdtemp(prefix="bso-ui-")
         os.makedirs(out_dir, exist_ok=True)

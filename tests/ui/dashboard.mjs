@@ -74,6 +74,10 @@ try {
     const reach = await page.$('#out-of-reach');
     check(job.out_of_reach ? reach !== null : reach === null,
       `${job.job_id}: ${job.out_of_reach ? 'warns that the target is out of reach' : 'no reach warning'}`);
+    const building = await page.$('#building');
+    check(job.building ? building !== null &&
+      (await building.textContent()).includes(`the runs at batch size ${job.building} are`) : building === null,
+      `${job.job_id}: ${job.building ? 'a change building at ' + job.building : 'no change building'}`);
     const origin = await page.$('#origin a');
     check(job.origin ? origin !== null && (await origin.textContent()) === job.origin : origin === null,
       `${job.job_id}: ${job.origin ? 'transferred from ' + job.origin : 'no origin'}`);
