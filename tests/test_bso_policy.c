@@ -785,6 +785,34 @@ static void test_size_that_got_cheaper_starts_over_alone(void **state)
     bso_job_clear(&job);
 }
 
+/* As on a GPU (docs/policy.md, "A drift in real training"): 64 reached in 7 or 9 epochs four
+ * times, then once in 15 (more than half the alarm, not all of it), then ran 20 epochs without
+ * reaching and was stopped for its cost. With five successes and no failure, a stop alone is no
+ * alarm (a likelihood ratio of about 6.5 of the 20 needed); as the confirmation of a drift
+ * already building, its 20 epochs, more than twice what 64 needed, are. A stop without that
+ * drift before it is not. */
+static void test_run_stopped_for_its_cost_confirms_a_drift(void **state)
+{
+    (void)state;
+    for (int building = 1; building >= 0; building--) {
+        struct bso_job job;
+        start_all(&job, BSO_BS_FAILED);
+        const int64_t clean[] = {7, 9, 7, 9};
+        for (int t = 0; t < 4; t++) {
+            observe_at(&job, 2, t + 1, clean[t], 100, BSO_RUN_REACHED);
+            observe_at(&job, 3, t + 10, clean[t] + 5, 70, BSO_RUN_REACHED);
+        }
+        if (building) {
+            observe_at(&job, 2, 20, 15, 100, BSO_RUN_REACHED);
+            assert_true(bso_policy_change_evidence(&job, 2) >= 0.5);
+        }
+        assert_false(any_change_mark(&job));
+        observe_at(&job, 2, 21, 20, 100, BSO_RUN_KILLED);
+        assert_int_equal(any_change_mark(&job), building);
+        bso_job_clear(&job);
+    }
+}
+
 /* Size i reaches in `epochs` at `per` from trial `from` on, one run per trial, until the
  * policy finds that the job changed (within five runs); the job's last trial is then the
  * alarm's. */
@@ -1656,6 +1684,7 @@ int main(void)
         cmocka_unit_test(test_no_change_no_alarm),
         cmocka_unit_test(test_change_detected_and_search_reopened),
         cmocka_unit_test(test_change_evidence_builds_before_the_alarm),
+        cmocka_unit_test(test_run_stopped_for_its_cost_confirms_a_drift),
         cmocka_unit_test(test_run_stopped_by_the_change_does_not_bound_the_search),
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),

@@ -18,6 +18,10 @@
 /* Failing to reach is rarer and costlier evidence: a likelihood ratio of 20 (one failure of a
  * size that reached some twenty times without failing) says the job changed. */
 #define FAIL_ALARM 3.0
+/* From this upward sum on, a run stopped for its cost also counts as a surprise, at the epochs
+ * it ran (a lower bound on those it needed): it confirms a drift already building. Alone, such
+ * stops are no evidence of one: a size that diverges now and then is stopped too. */
+#define CONFIRM_FROM (DRIFT_ALARM / 2)
 
 /* How surprising a run that reached in e epochs, at a size that reached before, is: in standard
  * deviations of its predicted log epochs (its posterior and the run-to-run spread). */
@@ -195,6 +199,15 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
             s->drift_up = fmax(0, s->drift_up + z - DRIFT_SLACK);
             s->drift_down = fmax(0, s->drift_down - z - DRIFT_SLACK);
             follow_streak(s, (double)epochs);
+        } else if (end == BSO_RUN_KILLED && epochs >= 1 && s->drift_up >= CONFIRM_FROM) {
+            /* Stopped for its cost where its epochs were already drifting up: the surprise of
+             * the epochs it ran, if they exceed what it needed, without its run to the target
+             * (which would have surprised at least as much). Without this, a drift whose
+             * first run took a size halfway to the alarm went unconfirmed while the job moved
+             * on (docs/policy.md, "A drift in real training"). */
+            const double z = surprise(job, i, (double)epochs);
+            if (z > 0)
+                s->drift_up += z - DRIFT_SLACK;
         }
         s->drift_fail = fmax(0, s->drift_fail + failure_evidence(s, reached));
         const bool rose = s->drift_up > DRIFT_ALARM || s->drift_fail > FAIL_ALARM;
