@@ -4,7 +4,7 @@
 # training labels got noisier (the same target takes more epochs), then on twice the data (every
 # epoch costs twice as much). Prints each run and what the server concluded (`bso show`: the
 # change it found, the best size). The noise level is picked first by a short calibration
-# without the server, so that the target stays reachable in max_epochs.
+# without the server, so that the target stays reachable in max_epochs (NOISE=F skips it).
 # Usage: tools/gpu-drift-check.sh BUILD_DIR [OUT_DIR] [RUNS_PER_PHASE]   (default 6)
 # WIDTH and SAMPLES (default 2048 and 200000) shrink the model and data for a smoke test on a CPU.
 set -u
@@ -16,8 +16,9 @@ py=${PYTHON:-python3}
 export WIDTH=${WIDTH:-2048} SAMPLES=${SAMPLES:-200000}
 step() { echo; echo "=== $* ($(date +%T))"; }
 
-step "calibration: validation accuracy per epoch at 512 and 2048, by label noise (no server)"
-noise=$("$py" - "$here/examples/synthetic" <<'PY'
+noise=${NOISE:-}  # set: skip the calibration
+[ -n "$noise" ] || step "calibration: validation accuracy per epoch at 512 and 2048, by label noise (no server)"
+[ -n "$noise" ] || noise=$("$py" - "$here/examples/synthetic" <<'PY'
 import os, sys, torch
 sys.path.insert(0, sys.argv[1])
 import train as T
@@ -62,7 +63,7 @@ phase() { # name, then train.py's extra arguments
             --samples "$SAMPLES" "$@" 2>/dev/null |
             "$py" -c 'import json, sys; r = json.loads(sys.stdin.read()); print("trial %2d  batch %4d  epochs %2s  %-9s  %6.1f s  %7.0f J  %s" % (r["trial"], r["batch_size"], r.get("epochs"), "reached" if r["converged"] else "stopped", r["time"], r["energy"], r.get("error", "")[:90]))'
     done
-    "$build/bso" show drift-gpu | grep -E "best|change|out of reach|^ +[0-9]+ "
+    "$build/bso" show drift-gpu | grep -E "best|chang|out of reach|^ +[0-9]+ "
 }
 phase "clean data"
 phase "noisier labels ($noise)" --label-noise "$noise"
