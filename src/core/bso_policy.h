@@ -123,7 +123,7 @@ void bso_policy_set_profile(struct bso_job *job, size_t i, double samples_per_s,
 int64_t bso_policy_change_trial(const struct bso_job *job);
 
 /* How close size i's runs are to saying that the job changed: the larger of its two CUSUM sums
- * (epochs above what it needed, runs that did not reach) as a share of its alarm, in [0, 1);
+ * (epochs above what it needed, runs that did not reach) as a share of its alarm, in [0, 1];
  * 0 under another policy. An operator's early warning: a size that surprised once may not run
  * again soon enough to confirm it (docs/policy.md, "A drift in real training"). */
 double bso_policy_change_evidence(const struct bso_job *job, size_t i);
