@@ -1260,35 +1260,74 @@ static void test_rescue_keeps_near_the_sizes_that_reached(void **state)
     bso_job_clear(&job);
 }
 
+/* The sizes 8-4096 of the last-resort tests below: the job changed at trial 5, 32 and 64 reached
+ * before it (trial 4), and since then size i (0-5: 8-256) ran to max_epochs (20) `misses`
+ * times, the last at trial fail_marks[i]; 512 and above never ran. */
+static const int64_t last_resort_sizes[] = {8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+
+static void set_failed_since_a_change(struct bso_job *job, size_t i, double misses,
+                                      double fail_mark)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->status = BSO_BS_FAILED;
+    s->runs = s->total_runs = s->misses = misses;
+    s->epochs_sum = 20 * misses;
+    s->cost_sum = s->epochs_sum * 1000 / (double)last_resort_sizes[i];
+    s->fail_mark = fail_mark;
+    s->change_mark = 5;
+}
+
+static void start_last_resort(struct bso_job *job, double misses, const double *fail_marks)
+{
+    start_with(job, last_resort_sizes, 10, -1);
+    for (size_t i = 0; i < 6; i++)
+        set_failed_since_a_change(job, i, misses, fail_marks[i]);
+    for (size_t i = 2; i <= 3; i++) { /* reached before the change */
+        job->stats[i].total_runs = job->stats[i].total_successes = 4;
+        job->stats[i].success_mark = 4;
+    }
+}
+
+/* The size the policy hands out at trial `trial`. */
+static int64_t choice_at(struct bso_job *job, int64_t trial)
+{
+    job->last_trial_number = trial;
+    int64_t got = 0;
+    assert_int_equal(bso_policy_choose(job, &got), 0);
+    return got;
+}
+
 /* The job changed and every size near the two that reached (32 and 64, which failed since)
- * failed too, the oldest failures at 8 and 256: nothing reached since, nothing near is open.
- * The last resort takes the size near them whose failure is the oldest (8), not the far,
- * untried sizes (512-4096), whose optimistic cost is the lowest but which lie beyond the curve
- * the sizes that reached tell. */
+ * failed too, once each, the oldest failures at 8 and 256: nothing reached since, nothing near
+ * is open. The last resort takes the size near them whose failure is the oldest (8), not the
+ * far, untried sizes (512-4096), whose optimistic cost is the lowest but which lie beyond the
+ * curve the sizes that reached tell. */
 static void test_last_resort_stays_near_the_sizes_that_reached(void **state)
 {
     (void)state;
-    static const int64_t sizes[] = {8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
-    struct bso_job job;
-    start_with(&job, sizes, 10, -1);
     static const double fail_marks[] = {6, 8, 10, 11, 9, 7};
-    for (size_t i = 0; i < 6; i++) {
-        struct bso_bs_stat *s = &job.stats[i];
-        s->status = BSO_BS_FAILED;
-        s->runs = s->total_runs = s->misses = 1;
-        s->epochs_sum = 20;
-        s->cost_sum = 20 * 1000 / (double)sizes[i];
-        s->fail_mark = fail_marks[i];
-        s->change_mark = 5;
-    }
-    for (size_t i = 2; i <= 3; i++) { /* reached before the change */
-        job.stats[i].total_runs = job.stats[i].total_successes = 4;
-        job.stats[i].success_mark = 4;
-    }
-    job.last_trial_number = 11;
-    int64_t got;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    assert_int_equal(got, 8);
+    struct bso_job job;
+    start_last_resort(&job, 1, fail_marks);
+    assert_int_equal(choice_at(&job, 11), 8);
+    bso_job_clear(&job);
+}
+
+/* As above, but every size near the two that reached has now run to max_epochs twice since the
+ * change. A run there has shown two misses of two; the untried 512, one octave past the curve,
+ * is a fresh chance (the change may have made the sizes that were best fail and left larger
+ * ones as they were), so the last resort tries it before a third round near; 1024, two octaves
+ * past, waits longer. Once 512 has missed too, the near sizes are back in turn, the oldest
+ * failure first: the turns follow each size's misses, so that no size that may reach is left
+ * out for good while the others fail again and again. */
+static void test_last_resort_looks_past_the_sizes_that_keep_failing(void **state)
+{
+    (void)state;
+    static const double fail_marks[] = {12, 14, 16, 17, 15, 13};
+    struct bso_job job;
+    start_last_resort(&job, 2, fail_marks);
+    assert_int_equal(choice_at(&job, 17), 512);
+    set_failed_since_a_change(&job, 6, 1, 18);
+    assert_int_equal(choice_at(&job, 18), 8);
     bso_job_clear(&job);
 }
 
@@ -1707,6 +1746,7 @@ int main(void)
         cmocka_unit_test(test_rescue_weighs_how_often_a_size_reaches),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),
+        cmocka_unit_test(test_last_resort_looks_past_the_sizes_that_keep_failing),
         cmocka_unit_test(test_rescue_when_no_size_reached_since_the_change),
         cmocka_unit_test(test_after_a_change_a_model_comes_before_the_search),
         cmocka_unit_test(test_target_out_of_reach),

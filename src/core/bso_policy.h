@@ -137,7 +137,7 @@ bool bso_policy_diverged(const struct bso_job *job, size_t i);
  * trial number in *since, 0 when no size ever reached), and no size may train a model any
  * more (each failed since, lies between two that did, or is expected to need more than
  * max_epochs). Returns the trials since *since then, else 0 (also under the zeus policy). The
- * policy still hands out sizes, the oldest failure first, in case the job changes back. */
+ * policy still hands out sizes, the most likely to reach first, in case the job changes back. */
 int64_t bso_policy_out_of_reach(const struct bso_job *job, int64_t *since);
 
 /* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */

@@ -54,20 +54,22 @@ static double rescue_reach(const struct bso_job *job)
  * may grow far faster than it (past a small critical batch size) or a size may diverge. */
 #define RESCUE_OCTAVES 2.0
 
-/* Whether size k lies within RESCUE_OCTAVES of a size that ever reached the target (any size,
- * while none has: there is no curve to extrapolate then). */
-static bool near_a_reached_size(const struct bso_job *job, size_t k)
+/* How far (in octaves) size k lies beyond RESCUE_OCTAVES of every size that ever reached the
+ * target: 0 when near one, and for every size while none has (there is no curve to
+ * extrapolate then). */
+static double octaves_beyond_reach(const struct bso_job *job, size_t k)
 {
     const double at = log2((double)job->spec.batch_sizes[k]);
-    bool any = false;
-    for (size_t j = 0; j < job->spec.n_batch_sizes; j++) {
-        if (!(job->stats[j].total_successes > 0))
-            continue;
-        any = true;
-        if (fabs(log2((double)job->spec.batch_sizes[j]) - at) <= RESCUE_OCTAVES)
-            return true;
-    }
-    return !any;
+    double nearest = INFINITY;
+    for (size_t j = 0; j < job->spec.n_batch_sizes; j++)
+        if (job->stats[j].total_successes > 0)
+            nearest = fmin(nearest, fabs(log2((double)job->spec.batch_sizes[j]) - at));
+    return isfinite(nearest) ? fmax(0, nearest - RESCUE_OCTAVES) : 0;
+}
+
+static bool near_a_reached_size(const struct bso_job *job, size_t k)
+{
+    return octaves_beyond_reach(job, k) == 0;
 }
 
 /* Whether size k may train the model a recurrence still needs (rescue): it may run, is not
@@ -103,19 +105,29 @@ static double cost_per_model(const struct bso_job *job, size_t i)
            (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
 }
 
-/* A candidate of the rescue's last resort, and the order it goes in: sizes near one that ever
- * reached first (near_a_reached_size), then the size whose last failure is the oldest (so that
- * failures cycle through the sizes instead of repeating one), then the lowest optimistic
- * cost. */
+/* The last resort's guess of the chance that a run at size k reaches the target: one half
+ * near a size that ever reached, halved for each octave beyond (octaves_beyond_reach: the
+ * curve is an extrapolation there), as a prior worth one run, against the runs at k that
+ * ran to max_epochs since the job last changed. */
+static double last_resort_chance(const struct bso_job *job, size_t k)
+{
+    return 0.5 * exp2(-octaves_beyond_reach(job, k)) / (1 + job->stats[k].misses);
+}
+
+/* A candidate of the rescue's last resort, and the order it goes in: the best chance
+ * (last_resort_chance), then the nearest a size that ever reached, then the size whose last
+ * failure is the oldest (so that failures cycle through the sizes instead of repeating one),
+ * then the lowest optimistic cost. */
 struct last_resort {
-    bool near;
-    double fail_mark, cost;
+    double chance, beyond, fail_mark, cost;
 };
 
 static bool goes_first(const struct last_resort *a, const struct last_resort *b)
 {
-    if (a->near != b->near)
-        return a->near;
+    if (a->chance != b->chance)
+        return a->chance > b->chance;
+    if (a->beyond != b->beyond)
+        return a->beyond < b->beyond;
     if (a->fail_mark != b->fail_mark)
         return a->fail_mark < b->fail_mark;
     return a->cost < b->cost;
@@ -159,14 +171,19 @@ int bso_policy_rescue(const struct bso_job *job)
         return best;
     /* Nothing that ever reached can still run either: a job that trained before is never
      * given up, since what failed may have failed for the change alone. The last resort goes
-     * near the sizes that reached first: farther out the curve is an extrapolation, and the
-     * lowest optimistic cost there is that of sizes that need many times max_epochs. */
+     * by each size's chance of reaching (last_resort_chance): near the sizes that reached
+     * first, as farther out the curve is an extrapolation (the lowest optimistic cost there is
+     * that of sizes that need many times max_epochs); but as the sizes near keep failing, it
+     * looks farther out, since a change that made them miss may have left others reaching
+     * (an order by the oldest failure alone cycled through the near sizes for good). */
     struct last_resort pick = {0};
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         if (!bso_policy_usable(job, k))
             continue;
-        const struct last_resort c = {.near = near_a_reached_size(job, k),
-                                      .fail_mark = job->stats[k].fail_mark,
+        const struct bso_bs_stat *s = &job->stats[k];
+        const struct last_resort c = {.chance = last_resort_chance(job, k),
+                                      .beyond = octaves_beyond_reach(job, k),
+                                      .fail_mark = s->fail_mark,
                                       .cost = optimistic_cost(job, k)};
         if (best < 0 || goes_first(&c, &pick)) {
             best = (int)k;
