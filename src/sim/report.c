@@ -22,6 +22,7 @@ static void add_phase(struct sim_phase_cell *c, const struct sim_phase_result *r
     c->lag += (double)r->lag * per_seed;
     c->never += r->lag == r->n;
     c->changes_found += r->changes_found;
+    c->gave_up += r->gave_up;
 }
 
 /* The arm's name in the tables and in --decisions' last column, e.g. "bso/max+transfer". */
@@ -99,6 +100,17 @@ static double vs_base(const struct sim_plan *p, const struct sim_cell *c)
     return c->mean / ((double)p->opt.recurrences * c->base);
 }
 
+/* The line that warns of recurrences given up at the launch cap (sim_phase_result.gave_up),
+ * if there are any. */
+static void print_gave_up(FILE *f, const char *name, int64_t gave_up)
+{
+    if (gave_up > 0)
+        fprintf(f,
+                "%-14s %-6s %-13s %lld recurrences given up after %d runs without a model: they "
+                "cost only their runs, so the ratio flatters them\n",
+                "", "", name, (long long)gave_up, SIM_MAX_LAUNCHES);
+}
+
 void sim_print_table(const struct sim_plan *p, FILE *f)
 {
     fprintf(f, "%-14s %-6s %-13s %10s %10s %9s %8s %7s\n", "workload", "gpu", "policy", "vs oracle",
@@ -116,6 +128,11 @@ void sim_print_table(const struct sim_plan *p, FILE *f)
         }
         fprintf(f, "%-14s %-6s %-13s %10.4f %10.4f\n", "geomean", "", name,
                 exp(log_o / (double)p->n_jobs), exp(log_b / (double)p->n_jobs));
+        int64_t gave_up = 0;
+        for (size_t j = 0; j < p->n_jobs; j++)
+            for (size_t k = 0; k < p->cells[j][a].n_phases; k++)
+                gave_up += p->cells[j][a].phase[k].gave_up;
+        print_gave_up(f, name, gave_up);
         if (p->arms[a].policy == BSO_POLICY_BSO) {
             int64_t found = 0;
             for (size_t j = 0; j < p->n_jobs; j++)
@@ -143,7 +160,7 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
         char name[32];
         arm_name(p, a, name, sizeof name);
         double log_after = 0, worst_after = 0;
-        int64_t no_model_after = 0, n_after = 0, pruned = 0, unreachable = 0;
+        int64_t no_model_after = 0, n_after = 0, pruned = 0, unreachable = 0, gave_up = 0;
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
             pruned += c->pruned;
@@ -164,6 +181,7 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
                     log_after += log(ph->ratio);
                     worst_after = ph->ratio > worst_after ? ph->ratio : worst_after;
                     no_model_after += ph->no_model;
+                    gave_up += ph->gave_up;
                     n_after++;
                 }
             }
@@ -173,15 +191,18 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
             snprintf(left_out, sizeof left_out,
                      "; %lld phases where no size reaches the target left out",
                      (long long)unreachable);
-        if (n_after > 0)
+        if (n_after > 0) {
             fprintf(f,
                     "%-14s %-6s %-13s after a change: geomean %.4f, worst %.4f, %lld recurrences "
-                    "without a model%s%s\n\n",
+                    "without a model%s%s\n",
                     "all", "", name, exp(log_after / (double)n_after), worst_after,
                     (long long)no_model_after, left_out,
                     pruned ? " (the policy gave up jobs for good: their recurrences cost nothing "
                              "and count above)"
                            : "");
+            print_gave_up(f, name, gave_up);
+            fputc('\n', f);
+        }
     }
     fprintf(f,
             "(lag: recurrences until sizes within %.0f%% of the phase's oracle trained %d in a "
@@ -307,7 +328,7 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
             return -1;
         fprintf(ch, "workload,gpu,policy,power,phase,first_recurrence,recurrences,oracle_cost,"
                     "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile,"
-                    "move,optimum,changes_found\n");
+                    "move,optimum,changes_found,gave_up\n");
         for (size_t a = 0; a < p->n_arms; a++)
             for (size_t j = 0; j < p->n_jobs; j++) {
                 const struct sim_cell *c = &p->cells[j][a];
@@ -317,12 +338,13 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
                     static const char *const moves[] = {"", "fresh", "transfer"};
                     fprintf(ch,
                             "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s,%lld,"
-                            "%lld\n",
+                            "%lld,%lld\n",
                             p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
                             arm->jit ? "jit" : "max", k, (long long)ph->first + 1, (long long)ph->n,
                             ph->oracle, ph->ratio, (long long)ph->no_model, ph->stopped, ph->lag,
                             (long long)ph->never, arm->profile ? "probe" : "none", moves[arm->move],
-                            (long long)ph->optimum, (long long)ph->changes_found);
+                            (long long)ph->optimum, (long long)ph->changes_found,
+                            (long long)ph->gave_up);
                 }
             }
         fclose(ch);

@@ -28,6 +28,7 @@ struct sim_phase_cell {
     double lag;            /* mean over seeds */
     int64_t never;         /* seeds that never settled on a near-optimal size in the phase */
     int64_t changes_found; /* times the policy found a change in the phase, summed over seeds */
+    int64_t gave_up;       /* recurrences given up at SIM_MAX_LAUNCHES, summed over seeds */
 };
 
 struct sim_cell { /* one job under one (policy, power) over all seeds */

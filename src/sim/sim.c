@@ -13,7 +13,6 @@
 #include "sim/profile.h"
 
 /* Launches in one recurrence before its operator gives up on it. */
-#define SIM_MAX_LAUNCHES 100
 
 /* What a run that does not fit costs before it dies: process start, data loading, model set-up
  * and the first step, at the largest fitting size's power. */
@@ -371,8 +370,10 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
         trained[r] = SIZE_MAX;
         while (!reached && rc == 0) {
             double c;
-            if (++attempts > SIM_MAX_LAUNCHES)
-                break; /* given up: the recurrence trains no model (counted at `launches`) */
+            if (++attempts > SIM_MAX_LAUNCHES) {
+                ph->gave_up++; /* no model (counted at `launches`), at the cost of its runs */
+                break;
+            }
             int64_t bs;
             rc = run_once(&jobs[k], opt, &drv, &st, &c, &bs, &reached, err, errcap);
             if (rc == SIM_PRUNED) {

@@ -74,6 +74,9 @@ struct sim_options {
 /* How many recurrences in a row must train with a near-optimal size to count as adapted. */
 #define SIM_SETTLED_RUN 3
 
+/* Runs one recurrence may launch before the replay gives it up without a model. */
+#define SIM_MAX_LAUNCHES 100
+
 /* One phase of a job's life: the recurrences between two changes. */
 struct sim_phase_result {
     int64_t first, n;      /* its first recurrence (0-based) and how many */
@@ -83,6 +86,9 @@ struct sim_phase_result {
     int64_t no_model;      /* recurrences whose first `launches` runs trained no model */
     int64_t stopped;       /* runs that ended without reaching the target */
     int64_t changes_found; /* times the policy found that the job changed */
+    /* Recurrences given up after SIM_MAX_LAUNCHES runs without a model: they cost only the runs
+     * they spent, less than training would, so a policy that loops looks cheap there. */
+    int64_t gave_up;
     /* Recurrences from its start until near-optimal sizes trained SIM_SETTLED_RUN recurrences
      * in a row; n when that never happened. */
     int64_t lag;

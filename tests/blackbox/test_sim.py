@@ -1,5 +1,6 @@
 """bso-sim: clear errors, the oracle on synthetic traces, determinism, exact seeded decisions on
 the real traces (Zeus's policy), and identical decisions in-process and over HTTP."""
+import collections
 import csv
 import os
 import shutil
@@ -451,6 +452,27 @@ class Sim(unittest.TestCase):
             last = [r for r in decisions(dec) if r["outcome"] == "reached"][-10:]
             self.assertTrue(all(r["batch_size"] == "32" for r in last), last)
             self.assertLess(float(phases[1]["lag"]), 10)
+
+    def test_recurrences_given_up_at_the_launch_cap_are_reported(self):
+        """Epochs x10 at every size from recurrence 5: no size can reach within max_epochs (30)
+        any more, the bso policy keeps handing out sizes in case the job changes back, and the
+        replay gives each recurrence up after 100 runs. Those recurrences cost only their runs,
+        less than a trained model would, so changes.csv counts them (gave_up) and the table
+        says so beside the ratio it flatters."""
+        with tempfile.TemporaryDirectory() as d:
+            write_synthetic(d)
+            dec = os.path.join(d, "dec.csv")
+            out = sim("--traces", d, "--workloads", os.path.join(d, "workloads.csv"),
+                      "--gpu", "gpu1", "--policy", "bso", "--seeds", "1", "--recurrences", "8",
+                      "--change", "5:epochs=10", "--decisions", dec, "--out", d)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(os.path.join(d, "changes.csv")) as f:
+                phases = list(csv.DictReader(f))
+            self.assertEqual([p["gave_up"] for p in phases], ["0", "4"])
+            self.assertEqual(phases[1]["no_model"], "4")
+            runs = collections.Counter(r["recurrence"] for r in decisions(dec))
+            self.assertEqual([runs[str(r)] for r in range(5, 9)], [100] * 4)
+            self.assertIn("4 recurrences given up after 100 runs without a model", out.stdout)
 
     def test_move_decisions_name_their_arm(self):
         """A move to another GPU replayed fresh and with transfer in one command: each run in
