@@ -431,19 +431,24 @@ class Sim(unittest.TestCase):
             self.assertEqual(out.returncode, 2)
             self.assertIn("--change R:gpu=NAME", out.stderr)
 
+    def replay_change(self, d, change, recurrences):
+        """The bso policy on write_synthetic's traces in d, seed 1, under `change`: bso-sim's
+        result, changes.csv's rows and the path of the decisions it wrote."""
+        write_synthetic(d)
+        dec = os.path.join(d, "dec.csv")
+        out = sim("--traces", d, "--workloads", os.path.join(d, "workloads.csv"), "--gpu", "gpu1",
+                  "--policy", "bso", "--seeds", "1", "--recurrences", str(recurrences),
+                  "--change", change, "--decisions", dec, "--out", d)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        with open(os.path.join(d, "changes.csv")) as f:
+            return out, list(csv.DictReader(f)), dec
+
     def test_change_on_synthetic_traces(self):
         """Epochs x3 at the optimum (64: 20 epochs x 950) from recurrence 5: 64 can no longer
         reach within max_epochs (30), so 32 (its paths' 62 epochs over 3 successes x 1400 an
         epoch) is the new phase's oracle; the bso policy moves there and always trains a model."""
         with tempfile.TemporaryDirectory() as d:
-            write_synthetic(d)
-            dec = os.path.join(d, "dec.csv")
-            out = sim("--traces", d, "--workloads", os.path.join(d, "workloads.csv"),
-                      "--gpu", "gpu1", "--policy", "bso", "--seeds", "1", "--recurrences", "30",
-                      "--change", "5:epochs=3@opt", "--decisions", dec, "--out", d)
-            self.assertEqual(out.returncode, 0, out.stderr)
-            with open(os.path.join(d, "changes.csv")) as f:
-                phases = list(csv.DictReader(f))
+            out, phases, dec = self.replay_change(d, "5:epochs=3@opt", 30)
             self.assertAlmostEqual(float(phases[0]["oracle_cost"]), 20 * 950, places=3)
             self.assertAlmostEqual(float(phases[1]["oracle_cost"]), 62 / 3 * 1400, places=1)
             self.assertEqual([p["optimum"] for p in phases], ["64", "32"])
@@ -460,14 +465,7 @@ class Sim(unittest.TestCase):
         less than a trained model would, so changes.csv counts them (gave_up) and the table
         says so beside the ratio it flatters."""
         with tempfile.TemporaryDirectory() as d:
-            write_synthetic(d)
-            dec = os.path.join(d, "dec.csv")
-            out = sim("--traces", d, "--workloads", os.path.join(d, "workloads.csv"),
-                      "--gpu", "gpu1", "--policy", "bso", "--seeds", "1", "--recurrences", "8",
-                      "--change", "5:epochs=10", "--decisions", dec, "--out", d)
-            self.assertEqual(out.returncode, 0, out.stderr)
-            with open(os.path.join(d, "changes.csv")) as f:
-                phases = list(csv.DictReader(f))
+            out, phases, dec = self.replay_change(d, "5:epochs=10", 8)
             self.assertEqual([p["gave_up"] for p in phases], ["0", "4"])
             self.assertEqual(phases[1]["no_model"], "4")
             runs = collections.Counter(r["recurrence"] for r in decisions(dec))
