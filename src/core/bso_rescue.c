@@ -180,10 +180,9 @@ int bso_policy_rescue(const struct bso_job *job)
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         if (!bso_policy_usable(job, k))
             continue;
-        const struct bso_bs_stat *s = &job->stats[k];
         const struct last_resort c = {.chance = last_resort_chance(job, k),
                                       .beyond = octaves_beyond_reach(job, k),
-                                      .fail_mark = s->fail_mark,
+                                      .fail_mark = job->stats[k].fail_mark,
                                       .cost = optimistic_cost(job, k)};
         if (best < 0 || goes_first(&c, &pick)) {
             best = (int)k;

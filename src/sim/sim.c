@@ -12,8 +12,6 @@
 #include "core/spec.h"
 #include "sim/profile.h"
 
-/* Launches in one recurrence before its operator gives up on it. */
-
 /* What a run that does not fit costs before it dies: process start, data loading, model set-up
  * and the first step, at the largest fitting size's power. */
 #define SIM_OOM_SECONDS 60.0
