@@ -105,13 +105,13 @@ static double cost_per_model(const struct bso_job *job, size_t i)
            (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
 }
 
-/* The last resort's guess of the chance that a run at size k reaches the target: one half
- * near a size that ever reached, halved for each octave beyond (octaves_beyond_reach: the
- * curve is an extrapolation there), as a prior worth one run, against the runs at k that
- * ran to max_epochs since the job last changed. */
-static double last_resort_chance(const struct bso_job *job, size_t k)
+/* The last resort's guess of the chance that a run at size k, `beyond` octaves beyond reach
+ * (octaves_beyond_reach), reaches the target: one half near a size that ever reached, halved
+ * for each octave beyond (the curve is an extrapolation there), as a prior worth one run,
+ * against the runs at k that ran to max_epochs since the job last changed. */
+static double last_resort_chance(const struct bso_job *job, size_t k, double beyond)
 {
-    return 0.5 * exp2(-octaves_beyond_reach(job, k)) / (1 + job->stats[k].misses);
+    return 0.5 * exp2(-beyond) / (1 + job->stats[k].misses);
 }
 
 /* A candidate of the rescue's last resort, and the order it goes in: the best chance
@@ -180,8 +180,9 @@ int bso_policy_rescue(const struct bso_job *job)
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         if (!bso_policy_usable(job, k))
             continue;
-        const struct last_resort c = {.chance = last_resort_chance(job, k),
-                                      .beyond = octaves_beyond_reach(job, k),
+        const double beyond = octaves_beyond_reach(job, k);
+        const struct last_resort c = {.chance = last_resort_chance(job, k, beyond),
+                                      .beyond = beyond,
                                       .fail_mark = job->stats[k].fail_mark,
                                       .cost = optimistic_cost(job, k)};
         if (best < 0 || goes_first(&c, &pick)) {

@@ -118,6 +118,7 @@ void sim_print_table(const struct sim_plan *p, FILE *f)
     for (size_t a = 0; a < p->n_arms; a++) {
         char name[32];
         double log_o = 0, log_b = 0;
+        int64_t gave_up = 0, found = 0;
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
             fprintf(f, "%-14s %-6s %-13s %10.4f %10.4f %9.1f %8.2f %7lld\n", p->jobs[j].w.dataset,
@@ -125,19 +126,15 @@ void sim_print_table(const struct sim_plan *p, FILE *f)
                     vs_base(p, c), c->settle, c->failed, (long long)p->opt.recurrences);
             log_o += log(vs_oracle(p, c));
             log_b += log(vs_base(p, c));
+            for (size_t k = 0; k < c->n_phases; k++) {
+                gave_up += c->phase[k].gave_up;
+                found += c->phase[k].changes_found;
+            }
         }
         fprintf(f, "%-14s %-6s %-13s %10.4f %10.4f\n", "geomean", "", name,
                 exp(log_o / (double)p->n_jobs), exp(log_b / (double)p->n_jobs));
-        int64_t gave_up = 0;
-        for (size_t j = 0; j < p->n_jobs; j++)
-            for (size_t k = 0; k < p->cells[j][a].n_phases; k++)
-                gave_up += p->cells[j][a].phase[k].gave_up;
         print_gave_up(f, name, gave_up);
         if (p->arms[a].policy == BSO_POLICY_BSO) {
-            int64_t found = 0;
-            for (size_t j = 0; j < p->n_jobs; j++)
-                for (size_t k = 0; k < p->cells[j][a].n_phases; k++)
-                    found += p->cells[j][a].phase[k].changes_found;
             fprintf(f, "%-14s %-6s %-13s changes found: %lld in %lld jobs%s\n", "", "", name,
                     (long long)found,
                     (long long)(p->n_jobs * (size_t)(p->seed_last - p->seed_first + 1)),
