@@ -82,8 +82,10 @@ static void keep_streak(const struct bso_job *job, struct bso_bs_stat *s)
 
 /* The job changed (size i's runs said so): what was learnt before weighs as one run per size,
  * so the runs to come decide; sizes ruled out are open to the search again, each with its
- * measured cost per epoch; size i starts over from the run that showed the change. */
-static void forget(struct bso_job *job, size_t i, double since)
+ * measured cost per epoch; size i starts over from the run that showed the change, unless
+ * `i_stays` (its failures raised the alarm, and it had missed before: see
+ * bso_policy_observe), when it keeps its epochs as every other size known from before does. */
+static void forget(struct bso_job *job, size_t i, double since, bool i_stays)
 {
     /* The change came after size i last reached before this run (`since`): a size that
      * reached since (and has not failed since) is known from after it, and keeps what it
@@ -111,8 +113,9 @@ static void forget(struct bso_job *job, size_t i, double since)
         end_streak(s);
         s->censored_epochs = 0;
         s->change_mark = (double)job->last_trial_number;
-        if (k == i || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
-            if (k == i) { /* one epoch of its cost stays, weighed with the run's */
+        const bool starts_over = k == i && !i_stays;
+        if (starts_over || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
+            if (starts_over) { /* one epoch of its cost stays, weighed with the run's */
                 bso_bs_clear_epochs(s);
                 s->runs = 1;
                 s->epochs_sum = one;
@@ -212,7 +215,12 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->drift_fail = fmax(0, s->drift_fail + failure_evidence(s, reached));
         const bool rose = s->drift_up > DRIFT_ALARM || s->drift_fail > FAIL_ALARM;
         if (rose) {
-            forget(job, i, reached_before);
+            /* A size that misses now and then can raise the alarm with a streak of misses
+             * alone, the job unchanged; its epochs were not what failed, so they stay, as a
+             * stand-in at one run's weight with this miss counted against it (Thompson
+             * sampling weighs it), and its next run that reaches replaces them. A size that
+             * never missed before is the news itself: it starts over. */
+            forget(job, i, reached_before, end == BSO_RUN_FAILED && s->misses_before_reaching > 0);
             all = alarm = true;
         } else if (s->drift_down > DRIFT_ALARM) {
             /* The size got cheaper (fewer epochs): it starts over from this run (added below),
@@ -246,6 +254,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     if (reached) {
         bso_bs_add_epochs(s, (double)epochs, job->spec.window_size);
         s->status = BSO_BS_GOOD;
+        s->misses_before_reaching = s->misses;
     } else if (end == BSO_RUN_KILLED && (double)epochs > s->censored_epochs) {
         s->censored_epochs = (double)epochs;
     }

@@ -89,6 +89,9 @@ struct bso_bs_stat {
     /* Runs that ran to max_epochs without reaching the target (since the job last changed, for
      * a size that started over then): beside `successes`, how often a run here reaches. */
     double misses;
+    /* `misses` as it stood when a run here last reached: more than 0 when the size reached
+     * again after running to max_epochs, so that a miss here is no news (bso_change.c). */
+    double misses_before_reaching;
     /* Epochs-to-target this size needed in the job this one was transferred from (other
      * hardware; epochs do not depend on it), until the size reaches here: then it joins the
      * size's runs as one run more. 0: none. */

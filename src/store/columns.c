@@ -153,11 +153,23 @@ const size_t bso_column_stat_sum_fields[BSO_STAT_SUMS] = {
     STAT(first_epoch_cost), STAT(warm_first_sum), STAT(warm_steady_sum)};
 
 const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE] = {
-    STAT(drift_up),        STAT(drift_down),        STAT(success_mark),
-    STAT(fail_mark),       STAT(change_mark),       STAT(total_runs),
-    STAT(total_successes), STAT(drift_fail),        STAT(prior_epochs),
-    STAT(streak_runs),     STAT(streak_sum_epochs), STAT(streak_sum_sq_epochs),
-    STAT(cost_shift),      STAT(pre_change_epochs), STAT(misses)};
+    STAT(drift_up),
+    STAT(drift_down),
+    STAT(success_mark),
+    STAT(fail_mark),
+    STAT(change_mark),
+    STAT(total_runs),
+    STAT(total_successes),
+    STAT(drift_fail),
+    STAT(prior_epochs),
+    STAT(streak_runs),
+    STAT(streak_sum_epochs),
+    STAT(streak_sum_sq_epochs),
+    STAT(cost_shift),
+    STAT(pre_change_epochs),
+    STAT(misses),
+    STAT(misses_before_reaching),
+};
 
 double *bso_column_stat_field(struct bso_bs_stat *b, size_t at)
 {
