@@ -1053,10 +1053,10 @@ static void test_stale_size_past_a_rise_in_cost_is_not_drawn(void **state)
 }
 
 /* The job changed at trial 20: 32 (10 epochs x 80) is the best since, and 256 is known only
- * from before (10 x 60: the cheapest, if that still held). Since the change, 64 ran to
- * max_epochs without reaching, and so did 128 when `both`. How often in 400 choices 256 is
- * handed out. */
-static int stale_size_chosen_past_failures(bool both)
+ * from before (10 epochs at `per256` an epoch: the cheapest, if that still held). Since the
+ * change, 64 ran to max_epochs without reaching, and so did 128 when `both`. How often in 400
+ * choices 256 is handed out. */
+static int stale_size_chosen_past_failures(bool both, double per256)
 {
     struct bso_job job;
     start(&job);
@@ -1064,7 +1064,7 @@ static int stale_size_chosen_past_failures(bool both)
         job.stats[i].status = BSO_BS_FAILED; /* ruled out: no exploring */
         job.stats[i].change_mark = 20;
     }
-    set_reached(&job, 4, 4, 10, 60, 10);
+    set_reached(&job, 4, 4, 10, per256, 10);
     for (size_t i = 2; i <= (both ? 3u : 2u); i++) { /* failed since, after their last success */
         job.stats[i].fail_mark = 19 + (double)i;
         job.stats[i].runs = 1;
@@ -1087,8 +1087,19 @@ static int stale_size_chosen_past_failures(bool both)
 static void test_stale_size_past_two_failures_is_not_drawn(void **state)
 {
     (void)state;
-    assert_int_equal(stale_size_chosen_past_failures(true), 0);
-    assert_true(stale_size_chosen_past_failures(false) > 300);
+    assert_int_equal(stale_size_chosen_past_failures(true, 60), 0);
+    assert_true(stale_size_chosen_past_failures(false, 60) > 300);
+}
+
+/* Past those two failures, a stale 256 whose draw is far below the best's is still worth a run:
+ * at 10 an epoch, its 100, plus a whole run to max_epochs there that fails (200), is less than
+ * 32's 800, so even if it fails, trying it costs less than it may save in one recurrence. At
+ * 60 an epoch (600, and 1200 for a failed run) it is not. */
+static void test_stale_size_past_failures_is_drawn_when_its_risk_pays(void **state)
+{
+    (void)state;
+    assert_true(stale_size_chosen_past_failures(true, 10) > 300);
+    assert_int_equal(stale_size_chosen_past_failures(true, 60), 0);
 }
 
 /* Every size reached ten times (16..256: 6, 7, 8, 14, 19 epochs); then 64's epochs double and
@@ -1784,6 +1795,7 @@ int main(void)
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),
+        cmocka_unit_test(test_stale_size_past_failures_is_drawn_when_its_risk_pays),
         cmocka_unit_test(test_change_keeps_the_runs_since_the_alarm_size_last_reached),
         cmocka_unit_test(test_kept_size_that_drifts_keeps_only_its_drift),
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),

@@ -26,8 +26,9 @@ static double failed_run_cost(const struct bso_job *job, size_t i, int g)
  * without reaching (as dear as can be), the one nearest to i costs no less than the next
  * nearest (expected). Costs that rise away from the best go on rising (the search's unimodal
  * assumption), so i, known only from before the change, is no cheaper than that nearest size,
- * and its stale draw is not to be believed. One such size between is not enough: a change at
- * one size alone (a spike) rises and falls again. `change`: the trial that found the change
+ * and its stale draw is not to be believed (unless a run there is worth its risk: see
+ * bso_policy_thompson). One such size between is not enough: a change at one size alone (a
+ * spike) rises and falls again. `change`: the trial that found the change
  * (bso_policy_change_trial). */
 static bool past_a_rise(const struct bso_job *job, const double *draws, int f, size_t i,
                         double change)
@@ -101,8 +102,12 @@ int bso_policy_thompson(struct bso_job *job)
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         if (isnan(draws[i]))
             continue;
+        /* Past a rise, unless even a run there that fails costs less than the draw would save
+         * against the best since the change: then the run is worth its risk (a change that hit
+         * the sizes on one side of the best leaves a far cheaper size beyond them). */
         if (bso_policy_stale(job, i) && fresh_best(job, &f) >= 0 &&
-            past_a_rise(job, draws, f, i, change))
+            past_a_rise(job, draws, f, i, change) &&
+            !(draws[i] + failed_run_cost(job, i, f) < draws[f]))
             continue;
         if (best < 0 || draws[i] < draws[best])
             best = (int)i;
