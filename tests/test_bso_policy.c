@@ -1285,6 +1285,45 @@ static void test_rescue_weighs_how_often_a_size_reaches(void **state)
     bso_job_clear(&job);
 }
 
+/* The job changed at trial 20. Since, 32 reached twice in 12 epochs at 300 an epoch, but ran to
+ * max_epochs (20) six times: a model there costs 3600 and about 2.6 runs of 6000 wasted, some
+ * 19000. It just failed in this recurrence, and nothing else has reached since. 64 needed 10
+ * epochs before the change, at 100 an epoch, and its one run since ran to max_epochs: if the
+ * change left it reaching one run in three (one miss against a uniform prior), a model there
+ * costs 1000 and two wasted runs of 2000, 5000, and it runs. After `misses64` misses since
+ * with no success, 32 again. Returns the size the policy hands out. */
+static int64_t rescue_after_misses(double misses64)
+{
+    struct bso_job job;
+    start_all(&job, BSO_BS_FAILED);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].change_mark = 20;
+    set_reached(&job, 1, 2, 12, 300, 22);
+    job.stats[1].misses = 6;
+    job.stats[1].fail_mark = 30;
+    struct bso_bs_stat *s = &job.stats[2];
+    s->pre_change_epochs = 10;
+    s->misses = misses64;
+    s->fail_mark = 21;
+    s->runs = 1;
+    s->epochs_sum = 20;
+    s->cost_sum = 20 * 100;
+    job.last_trial_number = 30;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    bso_job_clear(&job);
+    return got;
+}
+
+/* A size that reaches only by chance since the change does not hold the job while one that
+ * reached before it and missed in its first run since may reach far more cheaply per model. */
+static void test_rescue_weighs_a_size_that_only_missed_since_the_change(void **state)
+{
+    (void)state;
+    assert_int_equal(rescue_after_misses(1), 64);
+    assert_int_equal(rescue_after_misses(10), 32);
+}
+
 /* 16 and 32 reached in 8 and 10 epochs (nearly flat) and both just failed in this recurrence;
  * 64 and 128 ran to max_epochs long ago. 256 and 512 were never tried: the flat curve says
  * they would reach, but they lie three octaves and more from any size that reached, where that
@@ -1801,6 +1840,7 @@ int main(void)
         cmocka_unit_test(test_rescue_ranks_open_sizes_by_their_estimates),
         cmocka_unit_test(test_rescue_skips_sizes_that_cannot_reach),
         cmocka_unit_test(test_rescue_weighs_how_often_a_size_reaches),
+        cmocka_unit_test(test_rescue_weighs_a_size_that_only_missed_since_the_change),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_looks_past_the_sizes_that_keep_failing),

@@ -105,6 +105,25 @@ static double cost_per_model(const struct bso_job *job, size_t i)
            (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
 }
 
+/* What a model is expected to cost at size i if the job's last change left it reaching now and
+ * then, where it reached before that change but has only run to max_epochs since (misses):
+ * its epochs from before the change, at a chance of reaching of one in (misses + 2) (Laplace's
+ * rule: a uniform prior against its misses since), and (1 - p) / p runs to max_epochs wasted on
+ * the way. NAN for any other size, or one struck out in the recurrence. A size that reaches by
+ * chance since the change is otherwise the only one weighed per model, and holds the job
+ * however dear, while one that missed in its first runs after the change is never tried again
+ * (docs/policy.md, "Held-out synthetic workloads"). */
+static double missed_since_per_model(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    if (s->successes > 0 || !(s->pre_change_epochs > 0) || !(s->misses > 0) ||
+        !bso_policy_usable(job, i) || bso_policy_struck(job, i))
+        return NAN;
+    const double per = bso_policy_epoch_cost(job, i);
+    const double p = 1 / (s->misses + 2);
+    return s->pre_change_epochs * per + (1 - p) / p * (double)job->spec.max_epochs * per;
+}
+
 /* The last resort's guess of the chance that a run at size k, `beyond` octaves beyond reach
  * (octaves_beyond_reach), reaches the target: one half near a size that ever reached, halved
  * for each octave beyond (the curve is an extrapolation there), as a prior worth one run,
@@ -141,7 +160,8 @@ static bool goes_first(const struct last_resort *a, const struct last_resort *b)
  * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
  * of those that reached and failed: the cheapest per model (cost_per_model), so that a size
  * that reaches one run in five is not tried again and again while one that reaches three in
- * five, a little dearer per run, is left waiting. -1 when nothing can run. */
+ * five, a little dearer per run, is left waiting; with them, those that reached before the
+ * last change and have only missed since (missed_since_per_model). -1 when nothing can run. */
 int bso_policy_rescue(const struct bso_job *job)
 {
     const double reach = rescue_reach(job);
@@ -159,6 +179,14 @@ int bso_policy_rescue(const struct bso_job *job)
     if (best >= 0)
         return best;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const double missed = missed_since_per_model(job, k);
+        if (isfinite(missed)) {
+            if (best < 0 || missed < best_cost) {
+                best = (int)k;
+                best_cost = missed;
+            }
+            continue;
+        }
         if (job->stats[k].successes == 0 || !bso_policy_usable(job, k))
             continue;
         const double cost = cost_per_model(job, k);
