@@ -94,15 +94,21 @@ static bool may_rescue(const struct bso_job *job, size_t k, double reach, double
     return true;
 }
 
+/* What a model is expected to cost where a run that reaches costs `run`, and each run reaches
+ * only with chance p at `per` an epoch: that run, and (1 - p) / p runs to max_epochs wasted on
+ * the way. */
+static double per_model(const struct bso_job *job, double run, double p, double per)
+{
+    return run + (1 - p) / p * (double)job->spec.max_epochs * per;
+}
+
 /* What a model is expected to cost at size i, which reached the target before, when each run
- * there reaches only by chance (bso_bs_reach_chance, p): its expected cost, and (1 - p) / p
- * runs to max_epochs wasted on the way. */
+ * there reaches only by chance (bso_bs_reach_chance): per_model at its expected cost. */
 static double cost_per_model(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *s = &job->stats[i];
-    const double p = bso_bs_reach_chance(s);
-    return bso_bs_expected_cost(s) +
-           (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
+    return per_model(job, bso_bs_expected_cost(s), bso_bs_reach_chance(s),
+                     bso_bs_cost_per_epoch(s));
 }
 
 /* What a model is expected to cost at size i if the job's last change left it reaching now and
@@ -120,8 +126,7 @@ static double missed_since_per_model(const struct bso_job *job, size_t i)
         !bso_policy_usable(job, i) || bso_policy_struck(job, i))
         return NAN;
     const double per = bso_policy_epoch_cost(job, i);
-    const double p = 1 / (s->misses + 2);
-    return s->pre_change_epochs * per + (1 - p) / p * (double)job->spec.max_epochs * per;
+    return per_model(job, s->pre_change_epochs * per, 1 / (s->misses + 2), per);
 }
 
 /* The last resort's guess of the chance that a run at size k, `beyond` octaves beyond reach
@@ -179,17 +184,9 @@ int bso_policy_rescue(const struct bso_job *job)
     if (best >= 0)
         return best;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
-        const double missed = missed_since_per_model(job, k);
-        if (isfinite(missed)) {
-            if (best < 0 || missed < best_cost) {
-                best = (int)k;
-                best_cost = missed;
-            }
-            continue;
-        }
-        if (job->stats[k].successes == 0 || !bso_policy_usable(job, k))
-            continue;
-        const double cost = cost_per_model(job, k);
+        double cost = missed_since_per_model(job, k); /* NAN unless it only missed since */
+        if (!isfinite(cost) && job->stats[k].successes > 0 && bso_policy_usable(job, k))
+            cost = cost_per_model(job, k);
         if (isfinite(cost) && (best < 0 || cost < best_cost)) {
             best = (int)k;
             best_cost = cost;
