@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bso/error.h"
+#include "core/bso_policy_internal.h"
 #include "core/explorer.h"
 
 /* A bso-policy job: batch sizes 16..256, default 64, target 0.9, max 20 epochs, cost per epoch
@@ -1793,6 +1794,54 @@ static void test_after_a_change_sizes_are_shrunk_toward_the_curve_near_them(void
     assert_true(local < global - 0.3); /* about 15.8 */
 }
 
+/* 16 to 2048 need 10 or 12 epochs, eight runs each, but 512 needs 12 or 13 (its own mean 12.5)
+ * at 930 per epoch against 1000; `changed`: all of them re-measured since a change. Returns 512's
+ * posterior mean epochs, its standard error (*se, in log) and how often Thompson sampling picks
+ * it in 200 draws (*picks). */
+static double off_the_curve(bool changed, double *se, int *picks)
+{
+    static const int64_t sizes[] = {16, 32, 64, 128, 256, 512, 1024, 2048};
+    const size_t off = 5;
+    struct bso_job job;
+    start_with(&job, sizes, 8, -1);
+    double trial = 10;
+    for (size_t i = 0; i < 8; i++)
+        for (int r = 0; r < 8; r++) {
+            const int64_t e = i == off ? 12 + r % 2 : 10 + 2 * (r % 2);
+            observe_at(&job, i, trial++, e, i == off ? 930 : 1000, BSO_RUN_REACHED);
+        }
+    for (size_t i = 0; i < 8; i++)
+        job.stats[i].change_mark = changed ? 5 : 0;
+    double mean_log[8], sd_log[8];
+    bso_policy_epochs_posterior(&job, mean_log, sd_log);
+    *se = sqrt(bso_policy_pooled_cv2(&job) / 8);
+    *picks = 0;
+    for (int k = 0; k < 200; k++)
+        *picks += bso_policy_thompson(&job) == (int)off;
+    bso_job_clear(&job);
+    return mean_log[off];
+}
+
+/* After a change, a size that many runs show off the curve near it is pulled toward it by at
+ * most one standard error of its own mean (limited translation): 512 reads as about 12.1 epochs,
+ * dearer than the rest, and wins few draws. Without a change the line through every size is
+ * trusted as before: 512 reads as about 11.7 epochs (two standard errors), the cheapest, and
+ * wins about 40% of them. */
+static void test_after_a_change_the_curve_pulls_by_one_standard_error_at_most(void **state)
+{
+    (void)state;
+    const double own = log(12.5);
+    double se;
+    int picks;
+    const double changed = off_the_curve(true, &se, &picks);
+    assert_true(changed < own - 0.5 * se);    /* pulled... */
+    assert_true(changed >= own - se - 1e-12); /* ...but not past one standard error */
+    assert_true(picks < 40);
+    const double unchanged = off_the_curve(false, &se, &picks);
+    assert_true(unchanged < own - 1.5 * se);
+    assert_true(picks > 60);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1856,6 +1905,7 @@ int main(void)
         cmocka_unit_test(test_transferred_job_bisects_when_expanding_does_not_pay),
         cmocka_unit_test(test_transferred_size_past_the_search_bounds_is_tried),
         cmocka_unit_test(test_after_a_change_sizes_are_shrunk_toward_the_curve_near_them),
+        cmocka_unit_test(test_after_a_change_the_curve_pulls_by_one_standard_error_at_most),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,17 @@
 #define PRIOR_SCATTER 0.2
 #define MIN_SCATTER 0.02
 
+/* After a change, how far the curve near a size may pull its mean: at most this many standard
+ * errors of the size's own mean (Efron and Morris's limited translation, with their usual one).
+ * The pull is a normal prior, which takes every size to lie about as far off the line as the
+ * rest; after a change the line mixes sizes re-measured since with sizes known from before,
+ * and a change may move some sizes and not their neighbours, so a re-measured size was held to
+ * a line its own runs contradict (movielens-1m after x1.3 at its optimum alone: 8192, one run
+ * since in 5 epochs, read as 5.85 from a line bent by 16384's 8). Without a change the line
+ * through every size is trusted as it is: a lone unlucky run is more often noise than news
+ * ("Limited translation after a change" in docs/policy.md). */
+#define MAX_PULL_SE 1.0
+
 /* The relative spread of a size's epochs-to-target from run to run, as a variance of log
  * epochs, pooled over sizes (each run beyond a size's first is one degree of freedom), with
  * BSO_PRIOR_CV worth PRIOR_RUNS runs. */
@@ -177,7 +188,9 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
         const double on_line = changed ? local_curve(job, log_e, weight, i)
                                        : icpt + slope * log2((double)job->spec.batch_sizes[i]);
         const double own_log = log(bso_bs_mean_epochs(s)) + (bso_policy_stale(job, i) ? shift : 0);
-        mean_log[i] = (own * own_log + line * on_line) / (own + line);
+        const double pulled = (own * own_log + line * on_line) / (own + line);
+        const double limit = changed ? MAX_PULL_SE / sqrt(own) : INFINITY;
+        mean_log[i] = fmin(fmax(pulled, own_log - limit), own_log + limit);
         sd_log[i] = 1 / sqrt(own + line);
     }
     *cv2_out = cv2;
