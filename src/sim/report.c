@@ -18,6 +18,7 @@ static void add_phase(struct sim_phase_cell *c, const struct sim_phase_result *r
     /* No size reaches the target in this phase: there is no oracle to compare with. */
     c->ratio += isfinite(r->oracle) ? r->cost / ((double)r->n * r->oracle) * per_seed : NAN;
     c->no_model += r->no_model;
+    c->no_model_floor += r->no_model_floor;
     c->stopped += (double)r->stopped / (double)r->n * per_seed;
     c->lag += (double)r->lag * per_seed;
     c->never += r->lag == r->n;
@@ -158,6 +159,7 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
         arm_name(p, a, name, sizeof name);
         double log_after = 0, worst_after = 0;
         int64_t no_model_after = 0, n_after = 0, pruned = 0, unreachable = 0, gave_up = 0;
+        double floor_after = 0;
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
             pruned += c->pruned;
@@ -178,6 +180,7 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
                     log_after += log(ph->ratio);
                     worst_after = ph->ratio > worst_after ? ph->ratio : worst_after;
                     no_model_after += ph->no_model;
+                    floor_after += ph->no_model_floor;
                     gave_up += ph->gave_up;
                     n_after++;
                 }
@@ -191,9 +194,9 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
         if (n_after > 0) {
             fprintf(f,
                     "%-14s %-6s %-13s after a change: geomean %.4f, worst %.4f, %lld recurrences "
-                    "without a model%s%s\n",
+                    "without a model (%.1f to expect of any policy)%s%s\n",
                     "all", "", name, exp(log_after / (double)n_after), worst_after,
-                    (long long)no_model_after, left_out,
+                    (long long)no_model_after, floor_after, left_out,
                     pruned ? " (the policy gave up jobs for good: their recurrences cost nothing "
                              "and count above)"
                            : "");
@@ -325,7 +328,7 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
             return -1;
         fprintf(ch, "workload,gpu,policy,power,phase,first_recurrence,recurrences,oracle_cost,"
                     "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile,"
-                    "move,optimum,changes_found,gave_up\n");
+                    "move,optimum,changes_found,gave_up,no_model_floor\n");
         for (size_t a = 0; a < p->n_arms; a++)
             for (size_t j = 0; j < p->n_jobs; j++) {
                 const struct sim_cell *c = &p->cells[j][a];
@@ -335,13 +338,13 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
                     static const char *const moves[] = {"", "fresh", "transfer"};
                     fprintf(ch,
                             "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s,%lld,"
-                            "%lld,%lld\n",
+                            "%lld,%lld,%.2f\n",
                             p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
                             arm->jit ? "jit" : "max", k, (long long)ph->first + 1, (long long)ph->n,
                             ph->oracle, ph->ratio, (long long)ph->no_model, ph->stopped, ph->lag,
                             (long long)ph->never, arm->profile ? "probe" : "none", moves[arm->move],
                             (long long)ph->optimum, (long long)ph->changes_found,
-                            (long long)ph->gave_up);
+                            (long long)ph->gave_up, ph->no_model_floor);
                 }
             }
         fclose(ch);

@@ -24,6 +24,7 @@ struct sim_phase_cell {
     int64_t optimum;       /* that size (0 when no size reaches the target) */
     double ratio;          /* mean over seeds of (phase cost / (n x oracle)) */
     int64_t no_model;      /* recurrences without a model in time, summed over seeds */
+    double no_model_floor; /* what any policy would leave without one (sim_phase_result), summed */
     double stopped;        /* runs stopped without reaching, per recurrence */
     double lag;            /* mean over seeds */
     int64_t never;         /* seeds that never settled on a near-optimal size in the phase */

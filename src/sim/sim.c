@@ -93,6 +93,22 @@ void sim_reference_costs(const struct sim_job *job, double eta, bool jit, double
             *base = mode_cost(job, b, eta, false);
 }
 
+/* The chance that a run at the size most likely to reach the target reaches it: the share of
+ * that size's paths that reach within max_epochs (runs draw their path uniformly). */
+static double best_reach_chance(const struct sim_job *job)
+{
+    double best = 0;
+    for (size_t b = 0; b < job->n_bs; b++) {
+        const struct sim_bs *s = &job->bs[b];
+        size_t reaching = 0;
+        for (size_t i = 0; i < s->n_paths; i++)
+            reaching += s->target_epoch[i] > 0 && s->target_epoch[i] <= job->w.max_epochs;
+        if (s->n_paths > 0 && (double)reaching / (double)s->n_paths > best)
+            best = (double)reaching / (double)s->n_paths;
+    }
+    return best;
+}
+
 static size_t bs_index(const struct sim_job *job, int64_t bs)
 {
     for (size_t b = 0; b < job->n_bs; b++)
@@ -267,6 +283,8 @@ static struct sim_job *phase_jobs(const struct sim_job *job, const struct sim_op
         ph->optimum = isfinite(ph->oracle) && jobs[k].n_bs
                           ? jobs[k].bs[sim_optimum(&jobs[k], opt->eta, opt->jit)].bs
                           : 0;
+        const int64_t launches = opt->launches > 0 ? opt->launches : 5;
+        ph->no_model_floor = (double)ph->n * pow(1 - best_reach_chance(&jobs[k]), (double)launches);
     }
     return jobs;
 }

@@ -79,11 +79,15 @@ struct sim_options {
 
 /* One phase of a job's life: the recurrences between two changes. */
 struct sim_phase_result {
-    int64_t first, n;      /* its first recurrence (0-based) and how many */
-    double cost;           /* over its recurrences */
-    double oracle;         /* the expected cost of a recurrence at its best size */
-    int64_t optimum;       /* that size (0 when no size reaches the target) */
-    int64_t no_model;      /* recurrences whose first `launches` runs trained no model */
+    int64_t first, n; /* its first recurrence (0-based) and how many */
+    double cost;      /* over its recurrences */
+    double oracle;    /* the expected cost of a recurrence at its best size */
+    int64_t optimum;  /* that size (0 when no size reaches the target) */
+    int64_t no_model; /* recurrences whose first `launches` runs trained no model */
+    /* The recurrences without a model to expect of any policy: each (1 - p)^launches, where p
+     * is the chance that a run at the size most likely to reach the target reaches it (the
+     * share of its paths that do). What no_model has beyond it, a policy could have spared. */
+    double no_model_floor;
     int64_t stopped;       /* runs that ended without reaching the target */
     int64_t changes_found; /* times the policy found that the job changed */
     /* Recurrences given up after SIM_MAX_LAUNCHES runs without a model: they cost only the runs

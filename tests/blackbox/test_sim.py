@@ -453,6 +453,12 @@ class Sim(unittest.TestCase):
             self.assertAlmostEqual(float(phases[1]["oracle_cost"]), 62 / 3 * 1400, places=1)
             self.assertEqual([p["optimum"] for p in phases], ["64", "32"])
             self.assertEqual(phases[1]["no_model"], "0")
+            # What any policy would leave without a model: 64 always reaches before the change;
+            # after it the likeliest size to reach is 32, three paths in four, so each of the
+            # phase's 26 recurrences misses its five launches one time in 4^5.
+            self.assertEqual(float(phases[0]["no_model_floor"]), 0)
+            self.assertAlmostEqual(float(phases[1]["no_model_floor"]), 26 / 4 ** 5, places=2)
+            self.assertIn("0 recurrences without a model (0.0 to expect of any policy)", out.stdout)
             self.assertEqual([p["changes_found"] for p in phases], ["0", "1"])
             last = [r for r in decisions(dec) if r["outcome"] == "reached"][-10:]
             self.assertTrue(all(r["batch_size"] == "32" for r in last), last)
@@ -468,6 +474,7 @@ class Sim(unittest.TestCase):
             out, phases, dec = self.replay_change(d, "5:epochs=10", 8)
             self.assertEqual([p["gave_up"] for p in phases], ["0", "4"])
             self.assertEqual(phases[1]["no_model"], "4")
+            self.assertEqual(float(phases[1]["no_model_floor"]), 4)  # no policy can train one
             runs = collections.Counter(r["recurrence"] for r in decisions(dec))
             self.assertEqual([runs[str(r)] for r in range(5, 9)], [100] * 4)
             self.assertIn("4 recurrences given up after 100 runs without a model", out.stdout)
