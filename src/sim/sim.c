@@ -22,6 +22,12 @@ static double epoch_cost(const struct sim_job *job, size_t b, size_t p, double e
     return bso_cost(s->time_per_epoch[p] * s->power[p], s->time_per_epoch[p], eta, job->max_power);
 }
 
+/* Whether a path that reaches the target at epoch te (0: never) does so within max_epochs. */
+static bool path_reaches(const struct sim_job *job, int64_t te)
+{
+    return te > 0 && te <= job->w.max_epochs;
+}
+
 double sim_expected_cost(const struct sim_job *job, size_t b, size_t p, double eta)
 {
     const struct sim_bs *s = &job->bs[b];
@@ -29,7 +35,7 @@ double sim_expected_cost(const struct sim_job *job, size_t b, size_t p, double e
     size_t reaching = 0;
     for (size_t i = 0; i < s->n_paths; i++) {
         int64_t te = s->target_epoch[i];
-        if (te > 0 && te <= job->w.max_epochs) {
+        if (path_reaches(job, te)) {
             epochs += (double)te;
             reaching++;
         } else {
@@ -102,7 +108,7 @@ static double best_reach_chance(const struct sim_job *job)
         const struct sim_bs *s = &job->bs[b];
         size_t reaching = 0;
         for (size_t i = 0; i < s->n_paths; i++)
-            reaching += s->target_epoch[i] > 0 && s->target_epoch[i] <= job->w.max_epochs;
+            reaching += path_reaches(job, s->target_epoch[i]);
         if (s->n_paths > 0 && (double)reaching / (double)s->n_paths > best)
             best = (double)reaching / (double)s->n_paths;
     }
