@@ -99,6 +99,12 @@ void sim_reference_costs(const struct sim_job *job, double eta, bool jit, double
             *base = mode_cost(job, b, eta, false);
 }
 
+/* How many runs a recurrence has to train its model in time (--launches; 5 when unset). */
+static int64_t launches_in_time(const struct sim_options *opt)
+{
+    return opt->launches > 0 ? opt->launches : 5;
+}
+
 /* The chance that a run at the size most likely to reach the target reaches it: the share of
  * that size's paths that reach within max_epochs (runs draw their path uniformly). */
 static double best_reach_chance(const struct sim_job *job)
@@ -289,8 +295,8 @@ static struct sim_job *phase_jobs(const struct sim_job *job, const struct sim_op
         ph->optimum = isfinite(ph->oracle) && jobs[k].n_bs
                           ? jobs[k].bs[sim_optimum(&jobs[k], opt->eta, opt->jit)].bs
                           : 0;
-        const int64_t launches = opt->launches > 0 ? opt->launches : 5;
-        ph->no_model_floor = (double)ph->n * pow(1 - best_reach_chance(&jobs[k]), (double)launches);
+        ph->no_model_floor =
+            (double)ph->n * pow(1 - best_reach_chance(&jobs[k]), (double)launches_in_time(opt));
     }
     return jobs;
 }
@@ -369,7 +375,7 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
         if (opt->recurrences > 0)
             res->cost[0] += bso_cost(energy, time, opt->eta, job->max_power);
     }
-    const int64_t launches = opt->launches > 0 ? opt->launches : 5;
+    const int64_t launches = launches_in_time(opt);
     int64_t change_seen = 0; /* the last change the policy found, as a trial number */
     size_t k = 0;            /* the phase */
     bool dead = false;       /* the policy pruned every size */
