@@ -94,13 +94,15 @@ def main():
     p.add_argument("--optimize-power", action="store_true", help="tune the GPU power limit too")
     p.add_argument("--probe", action="store_true",
                    help="probe which sizes fit and their rates first, and post the profile")
+    p.add_argument("--transfer-from", default=None, metavar="JOB",
+                   help="a new job starts from what this job learnt on other hardware")
     args = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     device = torch.device(args.device)
     spec = bso.JobSpec(job_id=args.job_id, job_id_prefix=args.job_id.split("-")[0],
                        batch_sizes=BATCH_SIZES, default_batch_size=256,
                        target_metric=args.target, max_epochs=args.max_epochs,
-                       mab_seed=args.seed)
+                       mab_seed=args.seed, transfer_from=args.transfer_from)
     monitor = bso.EnergyMonitor()
     opt = bso.BatchSizeOptimizer(monitor, args.server, spec, optimize_power=args.optimize_power)
     if not 0 <= args.label_noise < 1:
