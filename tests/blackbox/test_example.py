@@ -156,6 +156,20 @@ class SyntheticExample(unittest.TestCase):
                                  text=True, timeout=300)
             self.assertEqual(bad.returncode, 2)
             self.assertIn("--label-noise must be in [0, 1)", bad.stderr)
+            # The job moved to other hardware (tools/gpu-transfer-check.sh): a new job started
+            # from the old one's evidence.
+            moved = [a if a != "synthetic-test" else "synthetic-moved" for a in args]
+            p = subprocess.run(moved + ["--transfer-from", "synthetic-test"], env=env,
+                               capture_output=True, text=True, timeout=300)
+            self.assertIn(p.returncode, (0, 3), p.stdout + p.stderr)
+            status, job = srv.request("GET", "/jobs/synthetic-moved")
+            self.assertEqual(status, 200, job)
+            self.assertEqual(job["transferred_from"]["job_id"], "synthetic-test")
+            unknown = subprocess.run(moved + ["--job-id", "synthetic-other", "--transfer-from",
+                                              "no-such-job"], env=env, capture_output=True,
+                                     text=True, timeout=300)
+            self.assertNotIn(unknown.returncode, (0, 3))
+            self.assertIn("Unknown job(no-such-job) to transfer from", unknown.stderr)
 
 
 if __name__ == "__main__":
