@@ -1286,6 +1286,56 @@ static void test_rescue_weighs_how_often_a_size_reaches(void **state)
     bso_job_clear(&job);
 }
 
+/* No change. 32 reached once in 12 epochs at 300 an epoch and has run to max_epochs (20) eight
+ * times since, the last in this recurrence: a model there costs 3600 and about 5.7 wasted runs
+ * of 6000, some 37600. 16 (500 an epoch) and 64 (150) never reached and each ran to max_epochs
+ * once, long ago. The curve (flat: the failures say more than 20, 32 needed 12) puts 16 at 12
+ * epochs, well within max_epochs: after one miss it reaches one run in two, a model costs 6000
+ * and one wasted run of 10000, and it runs. After `misses16` misses, or once the job has
+ * changed (its misses may be the change's), 32 again. 64 is never weighed so: it lies above
+ * every size that reached, where the curve is an extrapolation (weighed, it would take 32's
+ * place after 16's four misses).
+ * Returns the size the policy hands out. */
+static int64_t rescue_beside_a_lucky_size(double misses16, bool changed)
+{
+    struct bso_job job;
+    start_all(&job, BSO_BS_FAILED);
+    set_reached(&job, 1, 1, 12, 300, 2);
+    struct bso_bs_stat *s = &job.stats[1];
+    s->runs = s->total_runs = 9;
+    s->misses = 8;
+    s->epochs_sum = 12 + 8 * 20;
+    s->cost_sum = 300 * s->epochs_sum;
+    s->fail_mark = 12;
+    const double per[] = {500, 0, 150};
+    for (size_t i = 0; i <= 2; i += 2) {
+        s = &job.stats[i];
+        s->runs = s->total_runs = 1;
+        s->misses = i == 0 ? misses16 : 1;
+        s->censored_epochs = 20;
+        s->epochs_sum = 20;
+        s->cost_sum = 20 * per[i];
+        s->fail_mark = 1;
+    }
+    if (changed)
+        job.stats[4].change_mark = 5;
+    job.last_trial_number = 12;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    bso_job_clear(&job);
+    return got;
+}
+
+/* A size that reached once by luck does not hold the job while a smaller one that missed its
+ * first run may reach far more often. */
+static void test_rescue_weighs_a_size_whose_misses_may_be_bad_luck(void **state)
+{
+    (void)state;
+    assert_int_equal(rescue_beside_a_lucky_size(1, false), 16);
+    assert_int_equal(rescue_beside_a_lucky_size(4, false), 32);
+    assert_int_equal(rescue_beside_a_lucky_size(1, true), 32);
+}
+
 /* The job changed at trial 20. Since, 32 reached twice in 12 epochs at 300 an epoch, but ran to
  * max_epochs (20) six times: a model there costs 3600 and about 2.6 runs of 6000 wasted, some
  * 19000. It just failed in this recurrence, and nothing else has reached since. 64 needed 10
@@ -1890,6 +1940,7 @@ int main(void)
         cmocka_unit_test(test_rescue_skips_sizes_that_cannot_reach),
         cmocka_unit_test(test_rescue_weighs_how_often_a_size_reaches),
         cmocka_unit_test(test_rescue_weighs_a_size_that_only_missed_since_the_change),
+        cmocka_unit_test(test_rescue_weighs_a_size_whose_misses_may_be_bad_luck),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_looks_past_the_sizes_that_keep_failing),

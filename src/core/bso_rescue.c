@@ -129,6 +129,39 @@ static double missed_since_per_model(const struct bso_job *job, size_t i)
     return per_model(job, s->pre_change_epochs * per, 1 / (s->misses + 2), per);
 }
 
+/* What a model is expected to cost at size i if its misses were bad luck: a size that never
+ * reached the target and ran to max_epochs (misses), below a size that reached (a smaller batch
+ * needs fewer epochs, so the curve there is no extrapolation) in a job that never changed (after
+ * a change, misses are the change's as likely as chance's). Its chance of reaching: how likely
+ * the curve's central estimate (bso_policy_epochs_estimate), spread as runs spread (the pooled
+ * run-to-run spread of log epochs), is to be within max_epochs, as a prior worth one run against
+ * its misses. NAN for any other size. A size that reached once by luck would otherwise be the
+ * only one weighed per model and hold the job, one run in five reaching, while one that reaches
+ * three in five but missed its first run is never tried again (docs/policy.md, "Held-out
+ * synthetic workloads"). */
+static double unlucky_per_model(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    if (s->total_successes > 0 || !(s->misses > 0) || !bso_policy_usable(job, i) ||
+        bso_policy_struck(job, i) || !near_a_reached_size(job, i) ||
+        bso_policy_change_trial(job) > 0)
+        return NAN;
+    bool below_a_reached_size = false;
+    for (size_t k = i + 1; k < job->spec.n_batch_sizes; k++)
+        below_a_reached_size |= job->stats[k].total_successes > 0;
+    if (!below_a_reached_size)
+        return NAN;
+    const double epochs = bso_policy_epochs_estimate(job, i);
+    const double max_epochs = (double)job->spec.max_epochs;
+    const double within =
+        0.5 * erfc(-log(max_epochs / epochs) / sqrt(2 * bso_policy_pooled_cv2(job)));
+    const double chance = within / (1 + s->misses);
+    if (!(chance > 0))
+        return NAN;
+    const double per = bso_policy_epoch_cost(job, i);
+    return per_model(job, fmin(epochs, max_epochs) * per, chance, per);
+}
+
 /* The last resort's guess of the chance that a run at size k, `beyond` octaves beyond reach
  * (octaves_beyond_reach), reaches the target: one half near a size that ever reached, halved
  * for each octave beyond (the curve is an extrapolation there), as a prior worth one run,
@@ -166,7 +199,8 @@ static bool goes_first(const struct last_resort *a, const struct last_resort *b)
  * of those that reached and failed: the cheapest per model (cost_per_model), so that a size
  * that reaches one run in five is not tried again and again while one that reaches three in
  * five, a little dearer per run, is left waiting; with them, those that reached before the
- * last change and have only missed since (missed_since_per_model). -1 when nothing can run. */
+ * last change and have only missed since (missed_since_per_model), and those below them whose
+ * misses may have been bad luck (unlucky_per_model). -1 when nothing can run. */
 int bso_policy_rescue(const struct bso_job *job)
 {
     const double reach = rescue_reach(job);
@@ -188,6 +222,15 @@ int bso_policy_rescue(const struct bso_job *job)
         if (!isfinite(cost) && job->stats[k].successes > 0 && bso_policy_usable(job, k))
             cost = cost_per_model(job, k);
         if (isfinite(cost) && (best < 0 || cost < best_cost)) {
+            best = (int)k;
+            best_cost = cost;
+        }
+    }
+    /* Beside them (never alone: the last resort's rotation then goes first), a size whose
+     * misses may have been bad luck (unlucky_per_model). */
+    for (size_t k = 0; best >= 0 && k < job->spec.n_batch_sizes; k++) {
+        const double cost = unlucky_per_model(job, k);
+        if (isfinite(cost) && cost < best_cost) {
             best = (int)k;
             best_cost = cost;
         }
