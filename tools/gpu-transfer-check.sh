@@ -2,8 +2,10 @@
 # A recurring job that moves to new hardware, with real training against a live bso-server
 # (#18 §3): examples/synthetic/train.py recurs on the CPU (the old hardware), then moves to the
 # GPU twice over, as a fresh job and as a job started from the CPU job (transfer_from), run for
-# run on the same draws. Each GPU job probes the device first. A sweep of every batch size on
-# the GPU (two initialisations) gives the oracle the two are judged against.
+# run on the same draws. Each GPU job probes the device first, in a process of its own (as
+# docs/policy.md advises; PROBE=with-first-run probes in the first run's process, as the run in
+# "A move in real training" did). A sweep of every batch size on the GPU (two initialisations)
+# gives the oracle the two are judged against.
 # Usage: tools/gpu-transfer-check.sh BUILD_DIR [OUT_DIR] [GPU_RUNS]   (default 6)
 # WIDTH, SAMPLES (default 512 and 200000), CPU_SECONDS (time for the CPU job, default 180),
 # DEVICE (default cuda) and TARGET (default: the highest the sweep finds most sizes reaching)
@@ -12,7 +14,7 @@
 # else an estimate at CPU_WATTS (default 150).
 set -u
 build=$(cd "$1" && pwd); out=${2:-/tmp/bso-transfer-check}; runs=${3:-6}
-mkdir -p "$out" && rm -f "$out"/bso.db*  # new jobs each time
+mkdir -p "$out" && rm -f "$out"/bso.db* "$out"/train.log  # new jobs each time
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BSO_LIBRARY=$build/libbso.so PYTHONUNBUFFERED=1 PYTHONPATH=$here/python${PYTHONPATH:+:$PYTHONPATH}
 py=${PYTHON:-python3}
@@ -83,8 +85,15 @@ done
 "$build/bso" show transfer-cpu | grep -E "best|^ +[0-9]+ "
 
 step "the move to $DEVICE: a fresh job and one started from the CPU job, $runs runs each"
+probe() { # job id, then train.py's extra arguments: the device profile, in a process of its own
+    "$py" "$here/examples/synthetic/train.py" --job-id "$1" --seed 1 --width "$WIDTH" --samples "$SAMPLES" \
+        --target "$target" --max-epochs 10 --probe-only "${@:2}" 2>>"$out/train.log" >/dev/null
+}
+# PROBE=with-first-run probes in the first run's process instead (a warm first run).
+first=""; [ "${PROBE:-}" = with-first-run ] && first=--probe
+[ -n "$first" ] || { probe transfer-fresh --device "$DEVICE"; probe transfer-moved --device "$DEVICE" --transfer-from transfer-cpu; }
 for i in $(seq "$runs"); do
-    probe=""; [ "$i" = 1 ] && probe=--probe
+    probe=""; [ "$i" = 1 ] && probe=$first
     train transfer-fresh --device "$DEVICE" $probe
     train transfer-moved --device "$DEVICE" $probe --transfer-from transfer-cpu
 done

@@ -94,6 +94,9 @@ def main():
     p.add_argument("--optimize-power", action="store_true", help="tune the GPU power limit too")
     p.add_argument("--probe", action="store_true",
                    help="probe which sizes fit and their rates first, and post the profile")
+    p.add_argument("--probe-only", action="store_true",
+                   help="probe and post the profile, then exit without training (so that the "
+                        "first training run starts as cold as later ones)")
     p.add_argument("--transfer-from", default=None, metavar="JOB",
                    help="a new job starts from what this job learnt on other hardware")
     args = p.parse_args()
@@ -109,7 +112,7 @@ def main():
         p.error("--label-noise must be in [0, 1)")
     (xt, yt), (xv, yv) = data(args.samples, device, args.label_noise)
     result = {"job_id": opt.job_id, "device": str(device), "source": monitor.source}
-    if args.probe:
+    if args.probe or args.probe_only:
         net = model(args.width, args.depth, device)
         sgd = torch.optim.Adam(net.parameters(), lr=1e-3)
         report = bso.probe.probe(net, sgd, lambda n: (xt[:n], yt[:n]), BATCH_SIZES,
@@ -120,6 +123,9 @@ def main():
         result["probe"] = [dict(batch_size=r.batch_size, fits=r.feasible,
                                 samples_per_s=r.samples_per_s,
                                 joules_per_sample=r.joules_per_sample) for r in report.results]
+        if args.probe_only:
+            print(json.dumps(result), flush=True)
+            return 0
     batch_size = opt.get_batch_size()
     torch.manual_seed(opt.trial_number)  # each recurrence starts from another init
     net = model(args.width, args.depth, device)

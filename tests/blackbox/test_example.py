@@ -165,6 +165,19 @@ class SyntheticExample(unittest.TestCase):
             status, job = srv.request("GET", "/jobs/synthetic-moved")
             self.assertEqual(status, 200, job)
             self.assertEqual(job["transferred_from"]["job_id"], "synthetic-test")
+            # The device probe in a process of its own: a profile, and no training run.
+            probed = [a if a != "synthetic-moved" else "synthetic-probed" for a in moved]
+            p = subprocess.run(probed + ["--probe-only"], env=env, capture_output=True,
+                               text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            out = json.loads(p.stdout.splitlines()[-1])
+            self.assertNotIn("trial", out)
+            self.assertEqual(len(out["probe"]), 7)
+            status, job = srv.request("GET", "/jobs/synthetic-probed")
+            self.assertEqual(status, 200, job)
+            self.assertEqual(job["trials"]["total"], 0)
+            self.assertEqual([(q["batch_size"], q["device"]) for q in job["profile"]],
+                             [(b, "cpu") for b in (64, 128, 256, 512, 1024, 2048, 4096)])
             unknown = subprocess.run(moved + ["--job-id", "synthetic-other", "--transfer-from",
                                               "no-such-job"], env=env, capture_output=True,
                                      text=True, timeout=300)
