@@ -1286,6 +1286,35 @@ static void test_rescue_weighs_how_often_a_size_reaches(void **state)
     bso_job_clear(&job);
 }
 
+/* Size i's first run went on: its first epoch cost `first`, its later ones `steady` each. */
+static void set_warm_pair(struct bso_job *job, size_t i, double first, double steady)
+{
+    job->stats[i].warm_first_sum = first;
+    job->stats[i].warm_steady_sum = steady;
+}
+
+/* Warm-up as a fixed cost per run: 16's first epoch cost 300 against 100 steady, 32's 250
+ * against 50 (200 more each, as a factor 3 and 5). A first epoch of 260 at another size then
+ * implies 60 steady, where the pooled factor (550 / 150) would say 71. One pair alone cannot
+ * tell a fixed cost from a factor: the factor. Warm-up as a factor (200 / 100, 100 / 50) gives
+ * the factor's answer either way. */
+static void test_warm_up_fitted_as_a_fixed_cost_and_a_factor(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_warm_pair(&job, 0, 300, 100);
+    assert_true(fabs(bso_policy_steady_cost(&job, 260) - (260 / 3.0)) < 1e-9);
+    set_warm_pair(&job, 1, 250, 50);
+    assert_true(fabs(bso_policy_steady_cost(&job, 260) - 60) < 1e-9);
+    /* Never below the least share a first run kept (50 of 250), nor above the first epoch. */
+    assert_true(fabs(bso_policy_steady_cost(&job, 210) - 42) < 1e-9);
+    set_warm_pair(&job, 0, 200, 100);
+    set_warm_pair(&job, 1, 100, 50);
+    assert_true(fabs(bso_policy_steady_cost(&job, 150) - 75) < 1e-9);
+    bso_job_clear(&job);
+}
+
 /* No change. 32 reached once in 12 epochs at 300 an epoch and has run to max_epochs (20) eight
  * times since, the last in this recurrence: a model there costs 3600 and about 5.7 wasted runs
  * of 6000, some 37600. 16 (500 an epoch) and 64 (150) never reached and each ran to max_epochs
@@ -1941,6 +1970,7 @@ int main(void)
         cmocka_unit_test(test_rescue_weighs_how_often_a_size_reaches),
         cmocka_unit_test(test_rescue_weighs_a_size_that_only_missed_since_the_change),
         cmocka_unit_test(test_rescue_weighs_a_size_whose_misses_may_be_bad_luck),
+        cmocka_unit_test(test_warm_up_fitted_as_a_fixed_cost_and_a_factor),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_looks_past_the_sizes_that_keep_failing),

@@ -24,12 +24,44 @@ double bso_policy_warm_up(const struct bso_job *job)
     return first > 0 && steady > 0 && first > steady ? first / steady : 1;
 }
 
+/* The steady cost per epoch a first epoch costing `first` implies. Warm-up is partly a fixed
+ * cost per run (a process's cold start: on an H200 the same 0.3 s at every size, which as a
+ * factor ran from 1.2 to 4.4, docs/policy.md "A move in real training") and partly a factor of
+ * an epoch (JIT power profiling runs the epoch at other limits). With two or more sizes' first
+ * runs that went on (one pair each: first epoch, steady epochs), first = fixed + factor x steady
+ * is fitted over them by least squares; with fewer, or where the fit says neither (factor not
+ * positive, fixed negative), the learnt factor alone (bso_policy_warm_up). Never more than
+ * `first`, nor a smaller share of it than any of those first runs kept. */
+double bso_policy_steady_cost(const struct bso_job *job, double first)
+{
+    const double by_factor = first / bso_policy_warm_up(job);
+    double n = 0, x = 0, y = 0, xx = 0, xy = 0, least_share = 1;
+    for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
+        const double f = job->stats[a].warm_first_sum, st = job->stats[a].warm_steady_sum;
+        if (!(f > 0 && st > 0))
+            continue;
+        n++;
+        x += st;
+        y += f;
+        xx += st * st;
+        xy += st * f;
+        least_share = fmin(least_share, st / f);
+    }
+    const double spread = n >= 2 ? xx - x * x / n : 0;
+    if (!(spread > 1e-9 * xx))
+        return by_factor;
+    const double factor = (xy - x * y / n) / spread, fixed = (y - factor * x) / n;
+    if (!(factor > 0) || fixed < 0)
+        return by_factor;
+    return fmin(first, fmax((first - fixed) / factor, first * least_share));
+}
+
 /* Cost per epoch of a size, with warm-up taken out of sizes measured on first epochs only. */
 static double steady_epoch(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *s = &job->stats[i];
     const bool one_epoch_runs = s->epochs_sum > 0 && s->epochs_sum == (double)s->runs;
-    return one_epoch_runs ? bso_bs_cost_per_epoch(s) / bso_policy_warm_up(job)
+    return one_epoch_runs ? bso_policy_steady_cost(job, bso_bs_cost_per_epoch(s))
                           : bso_bs_cost_per_epoch(s);
 }
 

@@ -205,8 +205,9 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
         if (s->successes == 0 && rep->current_epoch == 1) {
             /* Exploring, first epoch: its cost per epoch is now measured; go on only if the
              * central estimate of its total beats the best. */
-            const double total = bso_policy_judged_epochs(job, i) * out->cost /
-                                 (s->runs == 0 ? bso_policy_warm_up(job) : 1);
+            const double total =
+                bso_policy_judged_epochs(job, i) *
+                (s->runs == 0 ? bso_policy_steady_cost(job, out->cost) : out->cost);
             if (total > best) {
                 snprintf(out->message, sizeof out->message,
                          "Batch size %lld is not promising: about %.6g expected against %.6g",
