@@ -14,7 +14,7 @@
 
 /* How much dearer a size's first epoch is than its steady epochs, learnt from first runs that
  * went past their first epoch (1 until there is one). */
-double bso_policy_warm_up(const struct bso_job *job)
+static double warm_up_factor(const struct bso_job *job)
 {
     double first = 0, steady = 0;
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
@@ -30,11 +30,11 @@ double bso_policy_warm_up(const struct bso_job *job)
  * an epoch (JIT power profiling runs the epoch at other limits). With two or more sizes' first
  * runs that went on (one pair each: first epoch, steady epochs), first = fixed + factor x steady
  * is fitted over them by least squares; with fewer, or where the fit says neither (factor not
- * positive, fixed negative), the learnt factor alone (bso_policy_warm_up). Never more than
+ * positive, fixed negative), the learnt factor alone (warm_up_factor). Never more than
  * `first`, nor a smaller share of it than any of those first runs kept. */
 double bso_policy_steady_cost(const struct bso_job *job, double first)
 {
-    const double by_factor = first / bso_policy_warm_up(job);
+    const double by_factor = first / warm_up_factor(job);
     double n = 0, x = 0, y = 0, xx = 0, xy = 0, least_share = 1;
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
         const double f = job->stats[a].warm_first_sum, st = job->stats[a].warm_steady_sum;

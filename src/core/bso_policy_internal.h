@@ -62,7 +62,6 @@ double bso_policy_judged_epochs(const struct bso_job *job, size_t i);
 double bso_policy_passed_epochs(const struct bso_job *job, size_t i);
 
 /* bso_epoch_cost.c: what an epoch costs (bso_policy_epoch_cost in bso_policy.h). */
-double bso_policy_warm_up(const struct bso_job *job);
 /* The steady cost per epoch a size's first epoch, costing `first`, implies (warm-up taken out:
  * a fixed cost per run and a factor, fitted over the sizes' first runs). */
 double bso_policy_steady_cost(const struct bso_job *job, double first);
