@@ -285,6 +285,13 @@ static void write_svg(const struct sim_plan *p, FILE *f)
             width - 10, height - 12);
 }
 
+/* The arm's move to another GPU as the CSV files name it: fresh, transfer, or empty (none). */
+static const char *move_name(const struct sim_arm *arm)
+{
+    static const char *const moves[] = {"", "fresh", "transfer"};
+    return moves[arm->move];
+}
+
 int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size_t errcap)
 {
     FILE *s = open_out(dir, "summary.csv", err, errcap);
@@ -292,23 +299,23 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
         return -1;
     fprintf(s, "workload,gpu,policy,power,recurrences,seeds,cost_mean,cost_sd,oracle_cost,"
                "base_cost,ratio_vs_oracle,ratio_vs_base,settle_recurrences,failed_runs,"
-               "profile\n");
+               "profile,move\n");
     for (size_t a = 0; a < p->n_arms; a++)
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
             const struct sim_arm *arm = &p->arms[a];
-            fprintf(s, "%s,%s,%s,%s,%lld,%lld-%lld,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.2f,%.2f,%s\n",
+            fprintf(s, "%s,%s,%s,%s,%lld,%lld-%lld,%.6g,%.6g,%.6g,%.6g,%.6f,%.6f,%.2f,%.2f,%s,%s\n",
                     p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
                     arm->jit ? "jit" : "max", (long long)p->opt.recurrences,
                     (long long)p->seed_first, (long long)p->seed_last, c->mean, c->sd, c->oracle,
                     c->base, vs_oracle(p, c), vs_base(p, c), c->settle, c->failed,
-                    arm->profile ? "probe" : "none");
+                    arm->profile ? "probe" : "none", move_name(arm));
         }
     fclose(s);
     FILE *cv = open_out(dir, "curves.csv", err, errcap);
     if (!cv)
         return -1;
-    fprintf(cv, "workload,gpu,policy,power,recurrence,mean_cost,cumulative_regret,profile\n");
+    fprintf(cv, "workload,gpu,policy,power,recurrence,mean_cost,cumulative_regret,profile,move\n");
     for (size_t a = 0; a < p->n_arms; a++)
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
@@ -316,9 +323,10 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
             double acc = 0;
             for (int64_t r = 0; r < p->opt.recurrences; r++) {
                 acc += c->curve[r] - c->oracle;
-                fprintf(cv, "%s,%s,%s,%s,%lld,%.6g,%.6g,%s\n", p->jobs[j].w.dataset, p->jobs[j].gpu,
-                        bso_policy_name(arm->policy), arm->jit ? "jit" : "max", (long long)r + 1,
-                        c->curve[r], acc, arm->profile ? "probe" : "none");
+                fprintf(cv, "%s,%s,%s,%s,%lld,%.6g,%.6g,%s,%s\n", p->jobs[j].w.dataset,
+                        p->jobs[j].gpu, bso_policy_name(arm->policy), arm->jit ? "jit" : "max",
+                        (long long)r + 1, c->curve[r], acc, arm->profile ? "probe" : "none",
+                        move_name(arm));
             }
         }
     fclose(cv);
@@ -335,14 +343,13 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
                 const struct sim_arm *arm = &p->arms[a];
                 for (size_t k = 0; k < c->n_phases; k++) {
                     const struct sim_phase_cell *ph = &c->phase[k];
-                    static const char *const moves[] = {"", "fresh", "transfer"};
                     fprintf(ch,
                             "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s,%lld,"
                             "%lld,%lld,%.2f\n",
                             p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
                             arm->jit ? "jit" : "max", k, (long long)ph->first + 1, (long long)ph->n,
                             ph->oracle, ph->ratio, (long long)ph->no_model, ph->stopped, ph->lag,
-                            (long long)ph->never, arm->profile ? "probe" : "none", moves[arm->move],
+                            (long long)ph->never, arm->profile ? "probe" : "none", move_name(arm),
                             (long long)ph->optimum, (long long)ph->changes_found,
                             (long long)ph->gave_up, ph->no_model_floor);
                 }

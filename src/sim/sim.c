@@ -301,6 +301,24 @@ static struct sim_job *phase_jobs(const struct sim_job *job, const struct sim_op
     return jobs;
 }
 
+/* With --profile probe: the device profile (bso.probe) of the job's GPU, posted before its first
+ * recurrence there, which pays for the probe (added to *cost). */
+static int probe(const struct sim_job *job, const struct sim_options *opt, struct sim_driver *drv,
+                 double *cost, char *err, size_t errcap)
+{
+    struct sim_profile_entry prof[2 * SIM_MAX_BS];
+    sim_profile_derive(job, &opt->probe, opt->seed, prof);
+    const size_t n = job->n_bs + (opt->unfit_sizes ? job->n_unfit : 0);
+    if (drv->profile(drv->ctx, prof, n) < 0) {
+        snprintf(err, errcap, "%s", drv->err);
+        return -1;
+    }
+    double time, energy;
+    sim_probe_cost(job, &opt->probe, &time, &energy);
+    *cost += bso_cost(energy, time, opt->eta, job->max_power);
+    return 0;
+}
+
 /* The job moved to another GPU: as a Zeus client does, it registers a new job (the GPU is part
  * of the spec), which starts afresh or, with --move transfer, from the old job's epochs. */
 static int move(const struct sim_job *to, const struct sim_options *opt, struct sim_driver *drv,
@@ -363,18 +381,8 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
     memset(&st, 0, sizeof st);
     int64_t last_bs = -1;
     int rc = 0;
-    if (opt->profile) {
-        /* The probe runs once before the first recurrence, which pays for it. */
-        struct sim_profile_entry prof[2 * SIM_MAX_BS];
-        sim_profile_derive(job, &opt->probe, opt->seed, prof);
-        const size_t n = job->n_bs + (opt->unfit_sizes ? job->n_unfit : 0);
-        if ((rc = drv.profile(drv.ctx, prof, n)) < 0)
-            snprintf(err, errcap, "%s", drv.err);
-        double time, energy;
-        sim_probe_cost(job, &opt->probe, &time, &energy);
-        if (opt->recurrences > 0)
-            res->cost[0] += bso_cost(energy, time, opt->eta, job->max_power);
-    }
+    if (opt->profile && opt->recurrences > 0)
+        rc = probe(&jobs[0], opt, &drv, &res->cost[0], err, errcap);
     const int64_t launches = launches_in_time(opt);
     int64_t change_seen = 0; /* the last change the policy found, as a trial number */
     size_t k = 0;            /* the phase */
@@ -385,6 +393,9 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
             if (strcmp(jobs[k].gpu, jobs[k - 1].gpu) == 0)
                 continue;
             if ((rc = move(&jobs[k], opt, &drv, err, errcap)) < 0)
+                break;
+            /* The new job probes its new GPU as the old one probed its own. */
+            if (opt->profile && (rc = probe(&jobs[k], opt, &drv, &res->cost[r], err, errcap)) < 0)
                 break;
             memset(&st, 0, sizeof st); /* the new GPU's sizes: their runs counted afresh */
             change_seen = 0;           /* and a new job, which has found nothing yet */

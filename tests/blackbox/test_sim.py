@@ -507,6 +507,51 @@ class Sim(unittest.TestCase):
             self.assertEqual([r for r in both if r["arm"] == "bso/max+transfer"],
                              runs["transfer"])
 
+    def test_a_moved_job_probes_its_new_gpu(self):
+        """--profile probe with a move: the new job probes its new GPU before its first
+        recurrence there, which pays for that probe at the new GPU's rates; without a profile
+        no recurrence costs more than its runs."""
+        with tempfile.TemporaryDirectory() as d:
+            write_synthetic(d)
+            with open(os.path.join(d, "summary_power_gpu2.csv"), "w") as f:
+                f.write("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,"
+                        "average_power\n")
+                f.write("toy,net,32,sgd,100,3,80\ntoy,net,32,sgd,200,2,150\n")
+                f.write("toy,net,64,sgd,100,6,90\ntoy,net,64,sgd,200,4,170\n")
+            wl = os.path.join(d, "workloads.csv")
+            with open(wl, "w") as f:
+                f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
+                        "default_batch_size,samples_per_epoch\ntoy,net,sgd,0.9,true,30,64,1000\n")
+            path = os.path.join(d, "runs.csv")
+            out = sim("--traces", d, "--workloads", wl, "--gpu", "gpu1", "--policy", "bso",
+                      "--seeds", "1", "--recurrences", "8", "--change", "5:gpu=gpu2",
+                      "--move", "fresh,transfer", "--profile", "none,probe", "--probe-noise",
+                      "0", "--probe-steps", "10", "--decisions", path, "--out", d)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            spent = collections.defaultdict(float)
+            for r in decisions(path):
+                spent[r["arm"], int(r["recurrence"])] += float(r["cost"])
+            curves = collections.defaultdict(list)
+            for r in decisions(os.path.join(d, "curves.csv")):
+                curves[r["profile"], r["move"]].append(float(r["mean_cost"]))
+
+            def probe_cost(t32_per_1000, w32, t64_per_1000, w64):
+                # 10 steps of 32 samples, then 12 of 64 (the failed try at 128 counts as two
+                # more), at the largest limit; cost = 0.5 * J + 0.5 * 200 W * s.
+                t32, t64 = 10 * 32 * t32_per_1000 / 1000, 12 * 64 * t64_per_1000 / 1000
+                return 0.5 * (t32 * w32 + t64 * w64) + 0.5 * 200 * (t32 + t64)
+
+            for move in ("fresh", "transfer"):
+                for profile, arm in (("probe", "bso/max+probe+" + move), ("none", "bso/max+" + move)):
+                    curve = curves[profile, move]
+                    self.assertEqual(len(curve), 8, (profile, move))
+                    # curves.csv has six significant digits
+                    extra = [(c - spent[arm, r + 1], 1e-5 * c) for r, c in enumerate(curve)]
+                    want = {0: probe_cost(8, 150, 5, 180), 4: probe_cost(2, 150, 4, 170)}
+                    for r, (e, tol) in enumerate(extra):
+                        expect = want.get(r, 0) if profile == "probe" else 0
+                        self.assertAlmostEqual(e, expect, delta=tol, msg=(arm, r + 1))
+
     @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
                          "the shared traces are not beside the repository")
     def test_jit_posts_power_profiles(self):
