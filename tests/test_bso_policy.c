@@ -1763,6 +1763,42 @@ static void test_transfer_gives_priors_not_facts(void **state)
     bso_job_clear(&old);
 }
 
+/* A device profile of the new hardware (bso.probe) replaces the old hardware's relative costs,
+ * whether it is posted after the transfer or before it: 128, dearer per epoch than 64 on the
+ * old hardware, is far cheaper here, and the first run goes there; without the profile it
+ * goes to the old optimum (test_transfer_gives_priors_not_facts). */
+static void test_transfer_yields_to_a_profile_of_the_new_hardware(void **state)
+{
+    (void)state;
+    struct bso_job old;
+    start(&old);
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 30; r++)
+        recur(&old, base_epochs, base_per, 10, tried, &launches);
+    const double here[] = {300, 180, 100, 40, 60}; /* 128: 14 x 40 against 64: 8 x 100 */
+    for (int profile_first = 0; profile_first <= 1; profile_first++) {
+        struct bso_job moved;
+        start(&moved);
+        if (!profile_first)
+            assert_true(bso_policy_transfer(&moved, &old) >= 2);
+        for (size_t i = 0; i < moved.spec.n_batch_sizes; i++)
+            bso_policy_set_profile(&moved, i, moved.spec.max_power / here[i], here[i]);
+        if (profile_first)
+            assert_true(bso_policy_transfer(&moved, &old) >= 2);
+        for (size_t i = 0; i < moved.spec.n_batch_sizes; i++)
+            assert_true(fabs(bso_policy_sample_cost(&moved, i) - here[i]) < 1e-9);
+        assert_int_equal(predict_ok(&moved).batch_size, 128);
+        bso_job_clear(&moved);
+    }
+    struct bso_job plain;
+    start(&plain);
+    bso_policy_transfer(&plain, &old);
+    assert_int_equal(predict_ok(&plain).batch_size, 64);
+    bso_job_clear(&plain);
+    bso_job_clear(&old);
+}
+
 /* After a move, the old hardware's relative costs said 32 costs about what 64 does; here it
  * costs far more per epoch, and its first epoch passes it over even by its optimistic bound.
  * Below 64 nothing has reached, so the search would expand further down, to sizes whose
@@ -1983,6 +2019,7 @@ int main(void)
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_window_keeps_exactly_the_last_runs),
         cmocka_unit_test(test_transfer_gives_priors_not_facts),
+        cmocka_unit_test(test_transfer_yields_to_a_profile_of_the_new_hardware),
         cmocka_unit_test(test_transferred_job_bisects_when_expanding_does_not_pay),
         cmocka_unit_test(test_transferred_size_past_the_search_bounds_is_tried),
         cmocka_unit_test(test_after_a_change_sizes_are_shrunk_toward_the_curve_near_them),
