@@ -1316,16 +1316,19 @@ static void test_warm_up_fitted_as_a_fixed_cost_and_a_factor(void **state)
 }
 
 /* No change. 32 reached once in 12 epochs at 300 an epoch and has run to max_epochs (20) eight
- * times since, the last in this recurrence: a model there costs 3600 and about 5.7 wasted runs
- * of 6000, some 37600. 16 (500 an epoch) and 64 (150) never reached and each ran to max_epochs
- * once, long ago. The curve (flat: the failures say more than 20, 32 needed 12) puts 16 at 12
- * epochs, well within max_epochs: after one miss it reaches one run in two, a model costs 6000
- * and one wasted run of 10000, and it runs. After `misses16` misses, or once the job has
- * changed (its misses may be the change's), 32 again. 64 is never weighed so: it lies above
- * every size that reached, where the curve is an extrapolation (weighed, it would take 32's
- * place after 16's four misses).
- * Returns the size the policy hands out. */
-static int64_t rescue_beside_a_lucky_size(double misses16, bool changed)
+ * times since, the last in this recurrence: it reaches 1.5 runs in 10 (half a run of prior each
+ * way), so a model there costs 3600 and about 5.7 wasted runs of 6000, some 37600. 16 (500 an
+ * epoch) and 64 (150) never reached and ran to max_epochs long ago, `misses16` and `misses64`
+ * times. 16 lies below 32, where the curve interpolates: it puts 16 at 6.9 epochs, within
+ * max_epochs for sure, so it reaches one run in (1 + misses16) and a model there costs 3430 and
+ * misses16 wasted runs of 10000. 64 lies above every size that reached, where the curve
+ * extrapolates: at any slope the scaling laws allow (0 to 1 in log-log) from 32's 12 epochs it
+ * is within max_epochs for slopes up to 0.74, about 0.72 of them with the run-to-run spread
+ * (15%), so it reaches 0.72 runs in (1 + misses64) and a model costs a run of 3000 (its central
+ * estimate, 21 epochs, capped at max_epochs) and (1 - p) / p wasted runs of 3000. Once the job
+ * has changed (its misses may be the change's), neither is weighed so: 32 again. Returns the
+ * size the policy hands out. */
+static int64_t rescue_beside_a_lucky_size(double misses16, double misses64, bool changed)
 {
     struct bso_job job;
     start_all(&job, BSO_BS_FAILED);
@@ -1340,7 +1343,7 @@ static int64_t rescue_beside_a_lucky_size(double misses16, bool changed)
     for (size_t i = 0; i <= 2; i += 2) {
         s = &job.stats[i];
         s->runs = s->total_runs = 1;
-        s->misses = i == 0 ? misses16 : 1;
+        s->misses = i == 0 ? misses16 : misses64;
         s->censored_epochs = 20;
         s->epochs_sum = 20;
         s->cost_sum = 20 * per[i];
@@ -1355,14 +1358,16 @@ static int64_t rescue_beside_a_lucky_size(double misses16, bool changed)
     return got;
 }
 
-/* A size that reached once by luck does not hold the job while a smaller one that missed its
- * first run may reach far more often. */
+/* A size that reached once by luck does not hold the job while another that missed its first
+ * runs may reach far more cheaply per model: below it by the curve, above it by the slopes the
+ * scaling laws allow. */
 static void test_rescue_weighs_a_size_whose_misses_may_be_bad_luck(void **state)
 {
     (void)state;
-    assert_int_equal(rescue_beside_a_lucky_size(1, false), 16);
-    assert_int_equal(rescue_beside_a_lucky_size(4, false), 32);
-    assert_int_equal(rescue_beside_a_lucky_size(1, true), 32);
+    assert_int_equal(rescue_beside_a_lucky_size(1, 1, false), 64); /* 8290 against 13430 */
+    assert_int_equal(rescue_beside_a_lucky_size(1, 3, false), 16); /* 64: 16600 */
+    assert_int_equal(rescue_beside_a_lucky_size(4, 9, false), 32); /* 41400, 43400, 37600 */
+    assert_int_equal(rescue_beside_a_lucky_size(1, 1, true), 32);
 }
 
 /* The job changed at trial 20. Since, 32 reached twice in 12 epochs at 300 an epoch, but ran to

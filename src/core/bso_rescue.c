@@ -129,16 +129,35 @@ static double missed_since_per_model(const struct bso_job *job, size_t i)
     return per_model(job, s->pre_change_epochs * per, 1 / (s->misses + 2), per);
 }
 
+/* How likely a run at size i is to reach within max_epochs when the curve there extrapolates:
+ * i lies above every size that reached, the largest below it (`near`) needed e0 epochs on
+ * average, and nothing says how fast epochs grow past it but the two scaling laws (a larger
+ * batch needs at least as many epochs; it never needs more optimizer steps), which hold the
+ * slope of log epochs against log batch size between 0 and 1. Averaged over that range, each
+ * slope's estimate spread as runs spread (`sd`, of log epochs): with G(x) = x Phi(x) + phi(x),
+ * the integral of Phi((c - s r) / sd) over s in [0, 1] is sd / r (G(c / sd) - G((c - r) / sd)),
+ * c = ln(max_epochs / e0), r = ln(b_i / b_near). */
+static double within_by_the_laws(const struct bso_job *job, size_t i, size_t near, double sd)
+{
+    const double c = log((double)job->spec.max_epochs / bso_bs_mean_epochs(&job->stats[near]));
+    const double r = log((double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near]);
+    const double a = c / sd, b = (c - r) / sd;
+    const double g_a = a * 0.5 * erfc(-a / M_SQRT2) + exp(-a * a / 2) / sqrt(2 * M_PI);
+    const double g_b = b * 0.5 * erfc(-b / M_SQRT2) + exp(-b * b / 2) / sqrt(2 * M_PI);
+    return fmin(1, fmax(0, sd / r * (g_a - g_b)));
+}
+
 /* What a model is expected to cost at size i if its misses were bad luck: a size that never
- * reached the target and ran to max_epochs (misses), below a size that reached (a smaller batch
- * needs fewer epochs, so the curve there is no extrapolation) in a job that never changed (after
- * a change, misses are the change's as likely as chance's). Its chance of reaching: how likely
- * the curve's central estimate (bso_policy_epochs_estimate), spread as runs spread (the pooled
- * run-to-run spread of log epochs), is to be within max_epochs, as a prior worth one run against
- * its misses. NAN for any other size. A size that reached once by luck would otherwise be the
- * only one weighed per model and hold the job, one run in five reaching, while one that reaches
- * three in five but missed its first run is never tried again (docs/policy.md, "Held-out
- * synthetic workloads"). */
+ * reached the target and ran to max_epochs (misses), near a size that reached, in a job that
+ * never changed (after a change, misses are the change's as likely as chance's). Its chance of
+ * reaching, as a prior worth one run against its misses: below a size that reached (a smaller
+ * batch needs fewer epochs, so the curve there interpolates), how likely the curve's central
+ * estimate (bso_policy_epochs_estimate), spread as runs spread (the pooled run-to-run spread of
+ * log epochs), is to be within max_epochs; above every size that reached, where the curve
+ * extrapolates, the same over every slope the scaling laws allow (within_by_the_laws). NAN for
+ * any other size. A size that reached once by luck would otherwise be the only one weighed per
+ * model and hold the job, one run in five reaching, while one that reaches three in five but
+ * missed its first run is never tried again (docs/policy.md, "Held-out synthetic workloads"). */
 static double unlucky_per_model(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *s = &job->stats[i];
@@ -147,14 +166,23 @@ static double unlucky_per_model(const struct bso_job *job, size_t i)
         bso_policy_change_trial(job) > 0)
         return NAN;
     bool below_a_reached_size = false;
-    for (size_t k = i + 1; k < job->spec.n_batch_sizes; k++)
-        below_a_reached_size |= job->stats[k].total_successes > 0;
-    if (!below_a_reached_size)
-        return NAN;
+    int near_below = -1; /* the largest size below i that reached */
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        if (k > i)
+            below_a_reached_size |= job->stats[k].total_successes > 0;
+        else if (k < i && job->stats[k].successes > 0)
+            near_below = (int)k;
+    }
     const double epochs = bso_policy_epochs_estimate(job, i);
     const double max_epochs = (double)job->spec.max_epochs;
-    const double within =
-        0.5 * erfc(-log(max_epochs / epochs) / sqrt(2 * bso_policy_pooled_cv2(job)));
+    const double cv2 = bso_policy_pooled_cv2(job);
+    double within;
+    if (below_a_reached_size)
+        within = 0.5 * erfc(-log(max_epochs / epochs) / sqrt(2 * cv2));
+    else if (near_below >= 0)
+        within = within_by_the_laws(job, i, (size_t)near_below, sqrt(cv2));
+    else
+        return NAN;
     const double chance = within / (1 + s->misses);
     if (!(chance > 0))
         return NAN;
