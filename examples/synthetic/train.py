@@ -119,7 +119,7 @@ def main():
                                  nn.functional.cross_entropy, monitor=monitor)
         print(report.table(), file=sys.stderr)
         gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-        opt._client.post("/jobs/%s/profile" % opt.job_id, report.profile(device=gpu))
+        opt.post_profile(report, device=gpu)
         result["probe"] = [dict(batch_size=r.batch_size, fits=r.feasible,
                                 samples_per_s=r.samples_per_s,
                                 joules_per_sample=r.joules_per_sample) for r in report.results]

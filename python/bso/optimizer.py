@@ -119,6 +119,21 @@ class BatchSizeOptimizer:
                 "no GPU found: pass max_power= (watts), or set BSO_ASSUMED_POWER_W")
         return config
 
+    def post_profile(self, report, device: Optional[str] = None) -> Optional[dict]:
+        """Stores a device profile for this job (POST /jobs/ID/profile): `report` is what
+        bso.probe.probe returned (or the request body itself). The sizes it finds unfit are
+        never handed out, and each size's samples/s and J/sample stand in for its cost per
+        epoch until runs measure it; a job moved to other hardware gets the new GPU's own
+        rates in place of the old hardware's (docs/policy.md, "With a probe of the new
+        hardware"). device defaults to the monitor's first GPU. Returns the server's answer;
+        None on ranks other than 0 and offline (nothing is posted)."""
+        if self.rank != 0 or self.offline:
+            return None
+        if device is None:
+            device = self.monitor.gpus[0].name if self.monitor.gpus else ""
+        body = report.profile(device=device) if hasattr(report, "profile") else report
+        return self._client.post("/jobs/%s/profile" % self.job_id, body)
+
     def get_batch_size(self) -> int:
         """The batch size of this run (asks the server once; rank 0 only)."""
         if self.rank != 0:

@@ -43,6 +43,13 @@ class FakeOOM(RuntimeError):
     pass
 
 
+class NoDevice:
+    """A monitor of a machine without GPUs (the optimizer reads nothing else of it here)."""
+    gpus = []
+    max_power_w = 0.0
+    source = "estimate"
+
+
 class Probe(unittest.TestCase):
     def model(self):
         torch.manual_seed(3)
@@ -211,6 +218,36 @@ class Probe(unittest.TestCase):
             _, t = srv.predict("test-probe")
             self.assertEqual(t["batch_size"], 16)  # the default does not fit: never dispatched
             c.close()
+
+    def test_optimizer_posts_the_profile(self):
+        """BatchSizeOptimizer.post_profile: the report reaches the job the optimizer registered
+        (its unfit sizes never dispatched, the device named), on rank 0 only."""
+        m, opt = self.model()
+        last = {}
+
+        def batch(n):
+            last["n"] = n
+            return torch.rand(n, 65536), torch.zeros(n, dtype=torch.long)
+        report = bso.probe.probe(m, opt, batch, [8, 16, 32, 64], LOSS, steps=1, warmup=0,
+                                 min_time_s=0, memory_budget_bytes=20000,
+                                 memory_used=lambda: last["n"] * 1000)
+        with Server() as srv:
+            url = "http://127.0.0.1:%d" % srv.port
+            spec = bso.JobSpec(job_id="test-post", job_id_prefix="test",
+                               batch_sizes=[8, 16, 32, 64], default_batch_size=32, max_epochs=5)
+            other = bso.BatchSizeOptimizer(NoDevice(), url, spec, rank=1, world_size=2,
+                                           max_power=300)
+            self.assertIsNone(other.post_profile(report))  # only rank 0 posts
+            bso_opt = bso.BatchSizeOptimizer(NoDevice(), url, spec, rank=0, world_size=2,
+                                             max_power=300)
+            body = bso_opt.post_profile(report, device="test-cpu")
+            self.assertEqual(body["unfit_batch_sizes"], [32, 64])
+            self.assertEqual(bso_opt.get_batch_size(), 16)  # the default does not fit
+            c = bso.Client(url)
+            stored = c.get("/jobs/test-post")
+            c.close()
+            self.assertEqual({p["device"] for p in stored["profile"]}, {"test-cpu"})
+            self.assertEqual(len(stored["profile"]), 4)
 
 
 if __name__ == "__main__":
