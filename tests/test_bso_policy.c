@@ -508,6 +508,50 @@ static int64_t recur(struct bso_job *job, const int64_t *epochs, const double *p
     return 0;
 }
 
+/* A job that never changed: 64 reached (8 epochs at 100), and in this recurrence 128 and `also`
+ * (another size that never reached; -1: none) ran to max_epochs (20); a device profile makes
+ * the sizes below look cheaper per epoch, so the search would probe there next (16: two
+ * octaves down, the way up being done). Returns what runs next. */
+static int64_t after_exploring_misses(int also, bool changed)
+{
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 3, 8, 100, 5);
+    const double sample_cost[] = {0.3, 0.3, 1.0, 1.0, 1.0};
+    for (size_t i = 0; i < 5; i++)
+        bso_policy_set_profile(&job, i, job.spec.max_power / sample_cost[i], sample_cost[i]);
+    for (int k = 3; k <= 4; k++) {
+        if (k != 3 && k != also)
+            continue;
+        struct bso_bs_stat *s = &job.stats[k];
+        s->status = BSO_BS_FAILED;
+        s->runs = s->total_runs = 1;
+        s->misses = 1;
+        s->epochs_sum = 20;
+        s->cost_sum = 20 * 30;
+        s->fail_mark = k == 3 ? 6 : 7;
+    }
+    if (changed)
+        for (size_t i = 0; i < 5; i++)
+            job.stats[i].change_mark = 1;
+    job.last_trial_number = 7;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    bso_job_clear(&job);
+    return got;
+}
+
+/* Once two runs at sizes that never reached have run out of epochs in a recurrence, it goes back
+ * to the sizes that reached (Thompson sampling: 64) instead of exploring on (16); after one
+ * such run, or in a job that changed, the search goes on. */
+static void test_a_recurrence_stops_exploring_after_two_misses(void **state)
+{
+    (void)state;
+    assert_int_equal(after_exploring_misses(-1, false), 16);
+    assert_int_equal(after_exploring_misses(4, false), 64);
+    assert_int_equal(after_exploring_misses(4, true), 16);
+}
+
 /* Sizes 16..256; per-epoch cost falls with the size, epochs rise: 64 is cheapest. */
 static const int64_t base_epochs[] = {6, 7, 8, 14, 19};
 static const double base_per[] = {300, 180, 100, 70, 60};
@@ -2011,6 +2055,7 @@ int main(void)
         cmocka_unit_test(test_rescue_weighs_how_often_a_size_reaches),
         cmocka_unit_test(test_rescue_weighs_a_size_that_only_missed_since_the_change),
         cmocka_unit_test(test_rescue_weighs_a_size_whose_misses_may_be_bad_luck),
+        cmocka_unit_test(test_a_recurrence_stops_exploring_after_two_misses),
         cmocka_unit_test(test_warm_up_fitted_as_a_fixed_cost_and_a_factor),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),

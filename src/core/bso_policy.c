@@ -111,6 +111,30 @@ static int gallop_down(const struct bso_job *job, int d)
     return best;
 }
 
+/* How many runs at sizes that never reached the target may run to max_epochs in a recurrence
+ * (the runs since the last that reached) of a job that never changed before it explores no
+ * further. One such failure is the search's ordinary price; a second says the search has run
+ * into sizes that do not reach, and the recurrence, which still needs a model, goes back to the
+ * sizes that did (a moved job's first search on synthetic workloads tried two such sizes and
+ * three one-epoch probes before its best, five launches without a model). After a change,
+ * exploring is how the job finds where its optimum went, and it goes on. */
+#define EXPLORING_MISSES 2
+
+static bool explored_enough(const struct bso_job *job)
+{
+    if (bso_policy_change_trial(job) > 0)
+        return false;
+    double since = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        since = fmax(since, job->stats[k].success_mark);
+    int misses = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const struct bso_bs_stat *s = &job->stats[k];
+        misses += s->status == BSO_BS_FAILED && s->total_successes == 0 && s->fail_mark > since;
+    }
+    return misses >= EXPLORING_MISSES;
+}
+
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
 {
     const struct bso_job_spec *sp = &job->spec;
@@ -174,7 +198,9 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     /* The search looks around the best measured since the job last changed, when there is
      * one: a size known only from before may have moved. */
     const int a = f >= 0 ? f : g;
-    const int c = bso_policy_explore(job, a, bso_bs_expected_cost(&job->stats[a]));
+    const int c = explored_enough(job)
+                      ? -1
+                      : bso_policy_explore(job, a, bso_bs_expected_cost(&job->stats[a]));
     *batch_size = sp->batch_sizes[c >= 0 ? c : bso_policy_thompson(job)];
     return 0;
 }
