@@ -184,6 +184,29 @@ static void set_reached(struct bso_job *job, size_t i, int64_t runs, double epoc
     s->success_mark = mark;
 }
 
+/* Size i ran once to max_epochs (20) without reaching, at `per` an epoch, `misses` misses in
+ * all, the last at trial `mark`. */
+static void set_missed(struct bso_job *job, size_t i, double misses, double per, double mark)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->status = BSO_BS_FAILED;
+    s->runs = s->total_runs = 1;
+    s->misses = misses;
+    s->censored_epochs = 20;
+    s->epochs_sum = 20;
+    s->cost_sum = 20 * per;
+    s->fail_mark = mark;
+}
+
+/* The size the policy hands out next; the job is cleared. */
+static int64_t choose_and_clear(struct bso_job *job)
+{
+    int64_t got;
+    assert_int_equal(bso_policy_choose(job, &got), 0);
+    bso_job_clear(job);
+    return got;
+}
+
 /* Runs probe t at `per` an epoch, never reaching: the policy stops it after its first epoch,
  * saying `says`. */
 static void probe_stopped_at_once(struct bso_job *job, struct bso_trial *t, double per,
@@ -520,25 +543,14 @@ static int64_t after_exploring_misses(int also, bool changed)
     const double sample_cost[] = {0.3, 0.3, 1.0, 1.0, 1.0};
     for (size_t i = 0; i < 5; i++)
         bso_policy_set_profile(&job, i, job.spec.max_power / sample_cost[i], sample_cost[i]);
-    for (int k = 3; k <= 4; k++) {
-        if (k != 3 && k != also)
-            continue;
-        struct bso_bs_stat *s = &job.stats[k];
-        s->status = BSO_BS_FAILED;
-        s->runs = s->total_runs = 1;
-        s->misses = 1;
-        s->epochs_sum = 20;
-        s->cost_sum = 20 * 30;
-        s->fail_mark = k == 3 ? 6 : 7;
-    }
+    set_missed(&job, 3, 1, 30, 6);
+    if (also >= 0)
+        set_missed(&job, (size_t)also, 1, 30, 7);
     if (changed)
         for (size_t i = 0; i < 5; i++)
             job.stats[i].change_mark = 1;
     job.last_trial_number = 7;
-    int64_t got;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    bso_job_clear(&job);
-    return got;
+    return choose_and_clear(&job);
 }
 
 /* Once two runs at sizes that never reached have run out of epochs in a recurrence, it goes back
@@ -555,6 +567,16 @@ static void test_a_recurrence_stops_exploring_after_two_misses(void **state)
 /* Sizes 16..256; per-epoch cost falls with the size, epochs rise: 64 is cheapest. */
 static const int64_t base_epochs[] = {6, 7, 8, 14, 19};
 static const double base_per[] = {300, 180, 100, 70, 60};
+
+/* The base job (start) after 30 recurrences at base_epochs and base_per: settled at 64. */
+static void start_settled(struct bso_job *job)
+{
+    start(job);
+    int64_t tried[10];
+    int launches;
+    for (int r = 0; r < 30; r++)
+        recur(job, base_epochs, base_per, 10, tried, &launches);
+}
 
 static bool any_change_mark(const struct bso_job *job)
 {
@@ -588,11 +610,9 @@ static void test_change_detected_and_search_reopened(void **state)
 {
     (void)state;
     struct bso_job job;
-    start(&job);
+    start_settled(&job);
     int64_t tried[10];
     int launches;
-    for (int r = 0; r < 30; r++)
-        recur(&job, base_epochs, base_per, 10, tried, &launches);
     assert_false(any_change_mark(&job));
     const int64_t changed_epochs[] = {10, 12, 13, 14, 19};
     int found = -1;
@@ -658,11 +678,9 @@ static void test_failed_size_not_repeated_in_recurrence(void **state)
 {
     (void)state;
     struct bso_job job;
-    start(&job);
+    start_settled(&job);
     int64_t tried[10];
     int launches;
-    for (int r = 0; r < 30; r++)
-        recur(&job, base_epochs, base_per, 10, tried, &launches);
     /* 64 now runs out of epochs (max 20); 128 still reaches. */
     const int64_t broken[] = {6, 7, 0, 14, 19};
     assert_true(recur(&job, broken, base_per, 10, tried, &launches) != 0);
@@ -1383,23 +1401,12 @@ static int64_t rescue_beside_a_lucky_size(double misses16, double misses64, bool
     s->epochs_sum = 12 + 8 * 20;
     s->cost_sum = 300 * s->epochs_sum;
     s->fail_mark = 12;
-    const double per[] = {500, 0, 150};
-    for (size_t i = 0; i <= 2; i += 2) {
-        s = &job.stats[i];
-        s->runs = s->total_runs = 1;
-        s->misses = i == 0 ? misses16 : misses64;
-        s->censored_epochs = 20;
-        s->epochs_sum = 20;
-        s->cost_sum = 20 * per[i];
-        s->fail_mark = 1;
-    }
+    set_missed(&job, 0, misses16, 500, 1);
+    set_missed(&job, 2, misses64, 150, 1);
     if (changed)
         job.stats[4].change_mark = 5;
     job.last_trial_number = 12;
-    int64_t got;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    bso_job_clear(&job);
-    return got;
+    return choose_and_clear(&job);
 }
 
 /* A size that reached once by luck does not hold the job while another that missed its first
@@ -1438,10 +1445,7 @@ static int64_t rescue_after_misses(double misses64)
     s->epochs_sum = 20;
     s->cost_sum = 20 * 100;
     job.last_trial_number = 30;
-    int64_t got;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    bso_job_clear(&job);
-    return got;
+    return choose_and_clear(&job);
 }
 
 /* A size that reaches only by chance since the change does not hold the job while one that
@@ -1675,11 +1679,9 @@ static void test_cost_jump_at_one_size_is_checked_and_undone(void **state)
 {
     (void)state;
     struct bso_job job;
-    start(&job);
+    start_settled(&job);
     int64_t tried[10];
     int launches;
-    for (int r = 0; r < 30; r++)
-        recur(&job, base_epochs, base_per, 10, tried, &launches);
     const double local[] = {300, 180, 200, 70, 60};
     assert_int_equal(recur(&job, base_epochs, local, 10, tried, &launches), 64);
     assert_true(fabs(job.stats[3].cost_shift - 2) < 0.01);
@@ -1784,11 +1786,9 @@ static void test_transfer_gives_priors_not_facts(void **state)
 {
     (void)state;
     struct bso_job old, moved;
-    start(&old);
+    start_settled(&old);
     int64_t tried[10];
     int launches;
-    for (int r = 0; r < 30; r++)
-        recur(&old, base_epochs, base_per, 10, tried, &launches);
     start(&moved);
     const size_t n = bso_policy_transfer(&moved, &old);
     assert_true(n >= 2);
@@ -1820,11 +1820,7 @@ static void test_transfer_yields_to_a_profile_of_the_new_hardware(void **state)
 {
     (void)state;
     struct bso_job old;
-    start(&old);
-    int64_t tried[10];
-    int launches;
-    for (int r = 0; r < 30; r++)
-        recur(&old, base_epochs, base_per, 10, tried, &launches);
+    start_settled(&old);
     const double here[] = {300, 180, 100, 40, 60}; /* 128: 14 x 40 against 64: 8 x 100 */
     for (int profile_first = 0; profile_first <= 1; profile_first++) {
         struct bso_job moved;
