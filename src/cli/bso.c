@@ -34,8 +34,9 @@ static const struct command commands[] = {
      "start job NEW (the same workload on other hardware) from what job OLD learnt of each "
      "batch size's epochs",
      cmd_transfer},
-    {"probe", 1, true, "JOB",
-     "the job's device profile (bso.probe): which sizes fit, samples/s and J/sample, with bars",
+    {"probe", -1, true, "JOB [PROFILE.json]",
+     "the job's device profile (bso.probe): which sizes fit, samples/s and J/sample, with bars; "
+     "with a file (- reads standard input), stores that profile first (POST /jobs/ID/profile)",
      cmd_probe},
     {"gpus", -1, false, "[--restore-power]",
      "the GPUs the monitor sees and where energy will come from; --restore-power puts back "

@@ -1,6 +1,8 @@
-/* `bso probe JOB`: the job's device profile (which sizes fit, samples/s, J/sample) with bars. */
+/* `bso probe JOB [PROFILE.json]`: the job's device profile (which sizes fit, samples/s, J/sample)
+ * with bars; with a file (- reads standard input), stores that profile first. */
 #include "cli/cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,31 +20,22 @@ static void bar(char *out, size_t cap, double v, double max, int width)
     out[n] = '\0';
 }
 
-/* bso probe JOB: the job's device profile (POST /jobs/ID/profile, as bso.probe makes it), as a
- * table with bars for samples/s and joules per sample. */
-int cmd_probe(struct ctx *c)
+/* Prints a profile (the server's "profile" array) as a table with bars for samples/s and joules
+ * per sample, or as JSON. */
+static void print_profile(const struct ctx *c, const char *job_id, json_t *profile)
 {
-    bso_client *cl = c->cl;
-    char path[900];
-    cli_job_path(c->argv[0], "", path, sizeof path);
-    int status = cli_check(cl, bso_client_get(cl, path));
-    if (status)
-        return status;
-    json_t *job = json_loads(bso_client_body(cl), 0, NULL);
-    json_t *profile = json_object_get(job, "profile"), *e;
+    json_t *e;
     if (c->json) {
         char *text = json_dumps(profile, JSON_COMPACT);
         puts(text ? text : "[]");
         free(text);
-        json_decref(job);
-        return 0;
+        return;
     }
     if (json_array_size(profile) == 0) {
         printf("job %s has no profile yet: run bso.probe in the training script and post it "
-               "(docs/client.md)\n",
-               c->argv[0]);
-        json_decref(job);
-        return 0;
+               "(docs/client.md), or bso probe %s PROFILE.json\n",
+               job_id, job_id);
+        return;
     }
     double max_sps = 0, max_jps = 0;
     size_t i;
@@ -72,6 +65,33 @@ int cmd_probe(struct ctx *c)
                json_is_true(json_object_get(e, "feasible")) ? "yes" : "no", sps, jps, mem, b1, b2,
                cli_str(e, "device"));
     }
-    json_decref(job);
+}
+
+/* bso probe JOB [PROFILE.json]: the job's device profile (POST /jobs/ID/profile, as bso.probe
+ * makes it); with a file, that profile is stored first (a probe run elsewhere, or the new GPU's
+ * before a moved job's first run), and the server's answer is what prints. */
+int cmd_probe(struct ctx *c)
+{
+    if (c->argc < 1 || c->argc > 2)
+        return cli_die("expected JOB, or JOB PROFILE.json (- reads standard input)"), 2;
+    bso_client *cl = c->cl;
+    char path[900];
+    int status;
+    if (c->argc == 2) {
+        char *body = cli_read_file(c->argv[1]);
+        if (!body)
+            return cli_die("cannot read %s: %s", c->argv[1], strerror(errno));
+        cli_job_path(c->argv[0], "/profile", path, sizeof path);
+        status = cli_check(cl, bso_client_post(cl, path, body));
+        free(body);
+    } else {
+        cli_job_path(c->argv[0], "", path, sizeof path);
+        status = cli_check(cl, bso_client_get(cl, path));
+    }
+    if (status)
+        return status;
+    json_t *answer = json_loads(bso_client_body(cl), 0, NULL);
+    print_profile(c, c->argv[0], json_object_get(answer, "profile"));
+    json_decref(answer);
     return 0;
 }

@@ -131,6 +131,48 @@ class Profile(unittest.TestCase):
         _, job = self.srv.request("GET", "/jobs/test-prof-bad")
         self.assertEqual((job["profile"], job["unfit_batch_sizes"]), ([], []))
 
+    def test_cli_stores_a_profile(self):
+        """bso probe JOB PROFILE.json (or - for standard input) stores a profile and prints what
+        the server kept; a bad one is refused with the server's message, a missing file with
+        the system's, and extra arguments are a usage error."""
+        import tempfile
+        self.job("test-prof-cli", "bso")
+        url = "http://127.0.0.1:%d" % self.srv.port
+
+        def cli(*args, stdin=None):
+            return subprocess.run([CLI, "--server", url] + list(args), capture_output=True,
+                                  text=True, timeout=60, input=stdin)
+        body = {"device": "H200", "batch_sizes": [entry(64), entry(128, feasible=False, sps=None,
+                                                                jps=None, peak=None)]}
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            json.dump(body, f)
+            f.flush()
+            out = cli("probe", "test-prof-cli", f.name)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = out.stdout.splitlines()
+        self.assertIn("SAMPLES/S", lines[0])
+        self.assertRegex(lines[1], r"^\s+64\s+yes\s+1000\.0\s+0\.5000\s+1024\.0\s+#{20}.*H200$")
+        self.assertRegex(lines[2], r"^\s+128\s+no\s+-\s+-\s+-")
+        _, job = self.srv.request("GET", "/jobs/test-prof-cli")
+        self.assertEqual(job["unfit_batch_sizes"], [128])
+        # Standard input, --json: the stored profile as the server answers it (64 fits again).
+        out = cli("--json", "probe", "test-prof-cli", "-",
+                  stdin=json.dumps({"device": "H200", "batch_sizes": [entry(128, sps=2000.0)]}))
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual({e["batch_size"]: e["feasible"] for e in json.loads(out.stdout)},
+                         {64: True, 128: True})
+        out = cli("probe", "test-prof-cli", "-", stdin='{"batch_sizes": [{"batch_size": 64}]}')
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("422", out.stderr)
+        self.assertIn("feasible", out.stderr)
+        out = cli("probe", "test-prof-cli", "/nonexistent/profile.json")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("cannot read", out.stderr)
+        out = cli("probe", "test-prof-cli", "a.json", "b.json")
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("expected JOB", out.stderr)
+        self.assertEqual(cli("probe", "absent", "-", stdin=json.dumps(body)).returncode, 1)
+
 
 if __name__ == "__main__":
     unittest.main()
