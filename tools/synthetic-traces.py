@@ -6,7 +6,8 @@ Usage: tools/synthetic-traces.py OUT_DIR N SEED
 
 Writes N workloads (syn0 .. syn<N-1>) on two made-up GPUs, g1 (max power 250 W) and g2
 (300 W), to OUT_DIR: summary_train.csv, summary_power_g1.csv, summary_power_g2.csv and
-workloads.csv (for bso-sim --workloads). The same SEED gives the same files.
+workloads.csv (for bso-sim --workloads, with samples_per_epoch for --profile probe). The same
+SEED gives the same files.
 
 Each workload draws its shape at random:
 * batch sizes: powers of two over 6-10 octaves, sometimes with the sizes halfway (3 * 2^k);
@@ -68,7 +69,9 @@ def workload(rng, name, train, power, listing):
     else:
         max_epochs = math.ceil(need * rng.uniform(2.5, 6))
     default = rng.choice([b for b in sizes[1:-1] if not fits or b <= fits])
-    listing.write("%s,net,opt,0.5,true,%d,%d\n" % (name, max_epochs, default))
+    # A training set a thousand times the largest batch (no random draw: the traces stay those
+    # of the same SEED before this column), for --profile probe's cost.
+    listing.write("%s,net,opt,0.5,true,%d,%d,%d\n" % (name, max_epochs, default, 1000 * sizes[-1]))
 
 
 def main():
@@ -95,7 +98,7 @@ def main():
             f.write("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,"
                     "average_power\n")
         listing.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
-                      "default_batch_size\n")
+                      "default_batch_size,samples_per_epoch\n")
         for k in range(n):
             workload(rng, "syn%d" % k, train, power, listing)
 
