@@ -93,9 +93,9 @@ probe() { # job id, then train.py's extra arguments: the device profile, in a pr
 first=""; [ "${PROBE:-}" = with-first-run ] && first=--probe
 [ -n "$first" ] || { probe transfer-fresh --device "$DEVICE"; probe transfer-moved --device "$DEVICE" --transfer-from transfer-cpu; }
 for i in $(seq "$runs"); do
-    probe=""; [ "$i" = 1 ] && probe=$first
-    train transfer-fresh --device "$DEVICE" $probe
-    train transfer-moved --device "$DEVICE" $probe --transfer-from transfer-cpu
+    probe_arg=""; [ "$i" = 1 ] && probe_arg=$first
+    train transfer-fresh --device "$DEVICE" $probe_arg
+    train transfer-moved --device "$DEVICE" $probe_arg --transfer-from transfer-cpu
 done
 for job in transfer-cpu transfer-fresh transfer-moved; do
     "$build/bso" show "$job" > "$out/$job.show.txt"

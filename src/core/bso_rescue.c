@@ -137,14 +137,17 @@ static double missed_since_per_model(const struct bso_job *job, size_t i)
  * slope's estimate spread as runs spread (`sd`, of log epochs): with G(x) = x Phi(x) + phi(x),
  * the integral of Phi((c - s r) / sd) over s in [0, 1] is sd / r (G(c / sd) - G((c - r) / sd)),
  * c = ln(max_epochs / e0), r = ln(b_i / b_near). */
+static double integral_of_phi(double x) /* G(x) = x Phi(x) + phi(x): an antiderivative of Phi */
+{
+    return x * 0.5 * erfc(-x / M_SQRT2) + exp(-x * x / 2) / sqrt(2 * M_PI);
+}
+
 static double within_by_the_laws(const struct bso_job *job, size_t i, size_t near, double sd)
 {
     const double c = log((double)job->spec.max_epochs / bso_bs_mean_epochs(&job->stats[near]));
     const double r = log((double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near]);
-    const double a = c / sd, b = (c - r) / sd;
-    const double g_a = a * 0.5 * erfc(-a / M_SQRT2) + exp(-a * a / 2) / sqrt(2 * M_PI);
-    const double g_b = b * 0.5 * erfc(-b / M_SQRT2) + exp(-b * b / 2) / sqrt(2 * M_PI);
-    return fmin(1, fmax(0, sd / r * (g_a - g_b)));
+    const double spread = integral_of_phi(c / sd) - integral_of_phi((c - r) / sd);
+    return fmin(1, fmax(0, sd / r * spread));
 }
 
 /* What a model is expected to cost at size i if its misses were bad luck: a size that never
