@@ -273,8 +273,6 @@ int main(int argc, char **argv)
                         ws[i].dataset),
                    2;
 
-    if (mkdir(out_dir, 0777) < 0 && errno != EEXIST)
-        return fail("cannot create %s: %s", out_dir, strerror(errno));
     plan.opt.traces = traces;
     plan.seed_first = seed_a;
     plan.seed_last = seed_b;
@@ -289,6 +287,10 @@ int main(int argc, char **argv)
                 return fail("%s", err);
             plan.n_jobs++;
         }
+    /* Only once the traces load (a run that fails on its input leaves nothing behind), but
+     * before the replay, so that an output folder that cannot be made fails at once. */
+    if (mkdir(out_dir, 0777) < 0 && errno != EEXIST)
+        return fail("cannot create %s: %s", out_dir, strerror(errno));
     if (decisions) {
         plan.opt.trace = strcmp(decisions, "-") == 0 ? stdout : fopen(decisions, "w");
         if (!plan.opt.trace)

@@ -16,9 +16,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRACES = os.environ.get("BSO_TRACES") or os.path.join(HERE, "..", "..", "..", "shared", "traces")
 
 
-def sim(*args, env=None):
+def sim(*args, env=None, cwd=None):
     return subprocess.run([SIM] + list(args), capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, **(env or {})))
+                          env=dict(os.environ, **(env or {})), cwd=cwd)
 
 
 def decisions(path):
@@ -58,9 +58,11 @@ class Sim(unittest.TestCase):
     def test_errors(self):
         with tempfile.TemporaryDirectory() as d:
             self.assertEqual(sim("--traces", d).returncode, 2)  # no --gpu
-            out = sim("--traces", d, "--gpu", "v100")
+            out = sim("--traces", d, "--gpu", "v100", cwd=d)
             self.assertEqual(out.returncode, 1)
             self.assertIn("summary_power_v100.csv", out.stderr)
+            # Failing on its input, it leaves nothing behind (no default output folder).
+            self.assertFalse(os.path.exists(os.path.join(d, "sim-out")))
             write_synthetic(d)
             wl = os.path.join(d, "workloads.csv")
             out = sim("--traces", d, "--gpu", "gpu1", "--workloads", wl, "--workload", "nope")
