@@ -848,6 +848,50 @@ static void test_size_that_got_cheaper_starts_over_alone(void **state)
     bso_job_clear(&job);
 }
 
+/* A change right after a size's first run (in the job's first recurrence): 64 reached in 6
+ * epochs once, 128 was passed over after one epoch, then the job changed and 64 needs 11-13.
+ * The CUSUM measures each run against a posterior that the runs since make up, so the first run
+ * never looks out of place; beside all the runs since, it lies far below them: within a few
+ * runs it leaves 64's epochs (their sum is the runs since alone), the change is marked from
+ * after it, and 128, known only from before, is open to the search again. A first run of 10
+ * (an ordinary spread) is no change; nor is one of 6 under a window, which forgets it anyway. */
+static void test_first_run_far_below_the_runs_since_is_a_change(void **state)
+{
+    (void)state;
+    static const int64_t since[] = {12, 11, 13, 12, 12, 11, 13, 12};
+    for (int v = 0; v < 3; v++) { /* 0: changed, 1: an ordinary spread, 2: under a window */
+        struct bso_job job;
+        start(&job);
+        if (v == 2)
+            job.spec.window_size = 16;
+        observe_at(&job, 2, 1, v == 1 ? 10 : 6, 100, BSO_RUN_REACHED);
+        observe_at(&job, 3, 2, 1, 70, BSO_RUN_PASSED);
+        int n = 0; /* runs since the first */
+        while (n < 8 && !any_change_mark(&job)) {
+            observe_at(&job, 2, 3 + n, since[n], 100, BSO_RUN_REACHED);
+            n++;
+        }
+        const struct bso_bs_stat *s = &job.stats[2];
+        if (v > 0) {
+            assert_false(any_change_mark(&job));
+            assert_int_equal(s->successes, 9);
+            bso_job_clear(&job);
+            continue;
+        }
+        assert_true(any_change_mark(&job));
+        assert_true(n >= 2 && n < 8);
+        double sum = 0;
+        for (int k = 0; k < n; k++)
+            sum += (double)since[k];
+        assert_int_equal(s->successes, n);
+        assert_true(s->sum_epochs == sum);
+        assert_true(bso_policy_fresh(&job, 2) && s->status == BSO_BS_GOOD);
+        assert_int_equal(job.stats[3].status, BSO_BS_PASSED);
+        assert_true(job.stats[3].runs == 0 && job.stats[3].change_mark > 0);
+        bso_job_clear(&job);
+    }
+}
+
 /* As on a GPU (docs/policy.md, "A drift in real training"): 64 reached in 7 or 9 epochs four
  * times, then once in 15 (more than half the alarm, not all of it), then ran 20 epochs without
  * reaching and was stopped for its cost. With five successes and no failure, a stop alone is no
@@ -2033,6 +2077,7 @@ int main(void)
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
         cmocka_unit_test(test_size_that_misses_now_and_then_weighs_it),
         cmocka_unit_test(test_size_that_got_cheaper_starts_over_alone),
+        cmocka_unit_test(test_first_run_far_below_the_runs_since_is_a_change),
         cmocka_unit_test(test_size_that_misses_now_and_then_keeps_its_epochs_at_its_alarm),
         cmocka_unit_test(test_diverged_run_is_retried_once_and_bounds_nothing),
         cmocka_unit_test(test_failure_within_the_laws_bounds_the_search),

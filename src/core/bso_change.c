@@ -22,6 +22,10 @@
  * it ran (a lower bound on those it needed): it confirms a drift already building. Alone, such
  * stops are no evidence of one: a size that diverges now and then is stopped too. */
 #define CONFIRM_FROM (DRIFT_ALARM / 2)
+/* How far (in standard deviations) a size's first run may lie below its runs since before it
+ * says the job changed right after it: as far as one run alone must surprise to raise the
+ * alarm (its surprise less the slack past DRIFT_ALARM). */
+#define FIRST_RUN_ALARM (DRIFT_ALARM + DRIFT_SLACK)
 
 /* How surprising a run that reached in e epochs, at a size that reached before, is: in standard
  * deviations of its predicted log epochs (its posterior and the run-to-run spread). */
@@ -84,7 +88,9 @@ static void keep_streak(const struct bso_job *job, struct bso_bs_stat *s)
  * so the runs to come decide; sizes ruled out are open to the search again, each with its
  * measured cost per epoch; size i starts over from the run that showed the change, unless
  * `i_stays` (its failures raised the alarm, and it had missed before: see
- * bso_policy_observe), when it keeps its epochs as every other size known from before does. */
+ * bso_policy_observe), when it keeps its epochs as every other size known from before does.
+ * i is n_batch_sizes for a change found in hindsight (first_run_out_of_place): then every
+ * size that reached since it keeps what it knows. */
 static void forget(struct bso_job *job, size_t i, double since, bool i_stays)
 {
     /* The change came after size i last reached before this run (`since`): a size that
@@ -178,6 +184,39 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
     return true;
 }
 
+/* Whether size i's first run that reached the target (first_epochs) lies so far below the
+ * runs it has had since that the job must have changed right after it: by more than
+ * FIRST_RUN_ALARM standard deviations of the gap between one run and the mean of the others
+ * (the pooled run-to-run spread, the first run left out of it). The CUSUM compares each run
+ * with the size's posterior before it, which the runs since a change soon make up, so that one
+ * or two runs from before a change in the job's first recurrences never look out of place;
+ * yet they mislead the scaling fit and every size passed over against them (docs/policy.md,
+ * "Other changes"). Then the first run leaves the size's epochs (their least is not kept
+ * apart: the others' mean stands in for it), and the other sizes forget what they knew from
+ * before it, as at an alarm. Not with a window, which forgets old runs on its own. */
+static bool first_run_out_of_place(struct bso_job *job, size_t i)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    const double first = s->first_epochs;
+    if (!(first > 0) || job->spec.window_size > 0 || s->successes < 3)
+        return false;
+    s->successes--;
+    s->sum_epochs -= first;
+    s->sum_sq_epochs -= first * first;
+    const double others = bso_bs_mean_epochs(s);
+    const double se = sqrt(bso_policy_pooled_cv2(job) * (1 + 1 / (double)s->successes));
+    if (!(log(others / first) > FIRST_RUN_ALARM * se)) {
+        s->successes++;
+        s->sum_epochs += first;
+        s->sum_sq_epochs += first * first;
+        return false;
+    }
+    s->min_epochs = others;
+    s->first_epochs = 0;
+    forget(job, job->spec.n_batch_sizes, s->first_mark, false);
+    return true;
+}
+
 bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
                         enum bso_run_end end)
 {
@@ -252,9 +291,15 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         s->prior_epochs = 0;
     }
     if (reached) {
+        if (s->successes == 0) {
+            s->first_epochs = (double)epochs;
+            s->first_mark = (double)job->last_trial_number;
+        }
         bso_bs_add_epochs(s, (double)epochs, job->spec.window_size);
         s->status = BSO_BS_GOOD;
         s->misses_before_reaching = s->misses;
+        if (!alarm && first_run_out_of_place(job, i))
+            all = true;
     } else if (end == BSO_RUN_KILLED && (double)epochs > s->censored_epochs) {
         s->censored_epochs = (double)epochs;
     }

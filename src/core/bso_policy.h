@@ -92,6 +92,11 @@ struct bso_bs_stat {
     /* `misses` as it stood when a run here last reached: more than 0 when the size reached
      * again after running to max_epochs, so that a miss here is no news (bso_change.c). */
     double misses_before_reaching;
+    /* The epochs of the first run that reached the target since this size's epochs last
+     * started (0: not known, as when they are kept as a mean across a change), and the job's
+     * last trial number then: a first run far below every run since says that the job
+     * changed right after it (bso_change.c, first_run_out_of_place). */
+    double first_epochs, first_mark;
     /* Epochs-to-target this size needed in the job this one was transferred from (other
      * hardware; epochs do not depend on it), until the size reaches here: then it joins the
      * size's runs as one run more. 0: none. */

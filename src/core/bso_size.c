@@ -61,6 +61,7 @@ void bso_bs_clear_epochs(struct bso_bs_stat *s)
 {
     s->successes = s->n_window = 0;
     s->sum_epochs = s->sum_sq_epochs = s->min_epochs = 0;
+    s->first_epochs = 0;
 }
 
 const char *bso_bs_status_name(int status)

@@ -180,6 +180,9 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN misses REAL NOT NULL DEFAULT 0;\n",
     /* 17: misses as they stood when a size last reached (a size that misses by chance) */
     "ALTER TABLE bs_stat ADD COLUMN misses_before_reaching REAL NOT NULL DEFAULT 0;\n",
+    /* 18: each size's first run since its epochs started (a change right after it) */
+    "ALTER TABLE bs_stat ADD COLUMN first_epochs REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN first_mark REAL NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -297,8 +300,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " warm_steady_sum, crashes, profile_samples_per_s, profile_joules_per_sample,"
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
-        " cost_shift, pre_change_epochs, misses, misses_before_reaching, recent_epochs"
-        " FROM bs_stat WHERE job_id = ?1",
+        " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
+        " first_mark, recent_epochs FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
@@ -306,9 +309,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
-        " recent_epochs)"
+        " first_epochs, first_mark, recent_epochs)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
-        " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)",
+        " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34,"
+        " ?35, ?36)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
