@@ -1393,6 +1393,37 @@ static void test_rescue_weighs_how_often_a_size_reaches(void **state)
 }
 
 /* Size i's first run went on: its first epoch cost `first`, its later ones `steady` each. */
+/* 64 reached twenty times in 8 epochs, 128 five times in 18 (twice 64's epochs: steps that stay
+ * the same), 256 was passed over after one epoch at a third of 64's cost per epoch. Then 64
+ * misses (the alarm) and so does 128, known only from before: nothing has reached since the
+ * change. What the sizes needed before it still says where the target can be reached: 256
+ * needs about 36 epochs along their curve, past max_epochs (20), and the rescue turns to a size
+ * below 64, not to 256, whose estimate, with nothing to go on, was one epoch. */
+static void test_rescue_goes_by_the_epochs_from_before_when_nothing_reached_since(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 20, 8, 100, 20);
+    set_reached(&job, 3, 5, 18, 60, 15);
+    struct bso_bs_stat *s256 = &job.stats[4];
+    s256->status = BSO_BS_PASSED;
+    s256->runs = s256->total_runs = 1;
+    s256->epochs_sum = 1;
+    s256->cost_sum = 33;
+    observe_at(&job, 2, 21, 20, 100, BSO_RUN_FAILED);
+    assert_true(any_change_mark(&job));
+    observe_at(&job, 3, 22, 20, 60, BSO_RUN_FAILED);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        assert_int_equal(job.stats[i].successes, 0);
+    const double e256 = bso_policy_epochs_estimate(&job, 4);
+    assert_true(e256 > 30 && e256 < 40);
+    assert_true(fabs(bso_policy_epochs_estimate(&job, 1) - 4) < 0.5); /* 32 */
+    const int pick = bso_policy_rescue(&job);
+    assert_true(pick == 0 || pick == 1);
+    bso_job_clear(&job);
+}
+
 static void set_warm_pair(struct bso_job *job, size_t i, double first, double steady)
 {
     job->stats[i].warm_first_sum = first;
@@ -2096,6 +2127,7 @@ int main(void)
         cmocka_unit_test(test_rescue_weighs_how_often_a_size_reaches),
         cmocka_unit_test(test_rescue_weighs_a_size_that_only_missed_since_the_change),
         cmocka_unit_test(test_rescue_weighs_a_size_whose_misses_may_be_bad_luck),
+        cmocka_unit_test(test_rescue_goes_by_the_epochs_from_before_when_nothing_reached_since),
         cmocka_unit_test(test_a_recurrence_stops_exploring_after_two_misses),
         cmocka_unit_test(test_warm_up_fitted_as_a_fixed_cost_and_a_factor),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),

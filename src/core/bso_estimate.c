@@ -209,14 +209,49 @@ bool bso_policy_slope_guessed(const struct bso_job *job)
     return points < 2;
 }
 
+/* The scaling exponent a fit of log epochs against log batch size gives, clamped to [0, 1]
+ * between "the same epochs" and "the same steps"; 0.5 until two sizes tell it. */
+static double law_slope(const struct bso_line_fit *fit)
+{
+    const double s = bso_fit_slope(fit, 0.5);
+    return s < 0 ? 0 : s > 1 ? 1 : s;
+}
+
+/* What the sizes needed before the job last changed (pre_change_epochs) say size i needs, along
+ * their curve from the nearest of them (as bso_policy_epochs_estimate goes from the sizes that
+ * reached); NAN when none had reached then. A change is a rise, so these are the fewest epochs
+ * the sizes may need now. */
+static double estimate_from_before(const struct bso_job *job, size_t i)
+{
+    struct bso_line_fit fit = {0};
+    int near = -1;
+    const double x = log2((double)job->spec.batch_sizes[i]);
+    for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
+        const double e = job->stats[a].pre_change_epochs;
+        if (!(e > 0))
+            continue;
+        const double xa = log2((double)job->spec.batch_sizes[a]);
+        bso_fit_add(&fit, xa, log2(e), 1);
+        if (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x))
+            near = (int)a;
+    }
+    if (near < 0)
+        return NAN;
+    const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near];
+    return job->stats[near].pre_change_epochs * pow(ratio, law_slope(&fit));
+}
+
 /* A central estimate of the epochs size i needs: E(a) * (b / a)^s from the nearest size a (in
  * log2) that reached the target, where s is the scaling exponent fitted (least squares on
  * log epochs against log batch size) over the sizes that tell it (scaling_point), clamped to
- * [0, 1] between "the same epochs" and "the same steps"; 0.5 until two sizes do (a guess:
- * bso_policy_slope_guessed), the epochs bound while none has reached (as after a change found
- * by the only size that had). It judges exploring runs (bso_policy_judged_epochs at the
- * go/no-go, bso_policy_decide later), but where bso_policy_rechecked sends them to the
- * optimistic bso_policy_epochs_bound. */
+ * [0, 1] (law_slope); 0.5 until two sizes do (a guess: bso_policy_slope_guessed). While none
+ * has reached since the job changed (the sizes that had failed since), the same along what the
+ * sizes needed before the change (estimate_from_before): with no estimate at all, every open
+ * size fell to its bound, one epoch, and a rescue went to the sizes cheapest per epoch, far
+ * past any that could reach (cifar100 after epochs x3 at and above its optimum ran 512, 1024,
+ * 2048 and 4096 to max_epochs before 64). The epochs bound where nothing ever reached. It judges
+ * exploring runs (bso_policy_judged_epochs at the go/no-go, bso_policy_decide later), but where
+ * bso_policy_rechecked sends them to the optimistic bso_policy_epochs_bound. */
 double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
 {
     if (bso_policy_transferred_prior(job, i) > 0)
@@ -234,12 +269,12 @@ double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
             (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x)))
             near = (int)a;
     }
-    if (near < 0) /* nothing reached (since a change cleared the size that had): no anchor */
-        return bso_policy_epochs_bound(job, i);
-    double slope = bso_fit_slope(&fit, 0.5);
-    slope = slope < 0 ? 0 : slope > 1 ? 1 : slope;
+    if (near < 0) { /* nothing reached since the change cleared the sizes that had */
+        const double before = estimate_from_before(job, i);
+        return isnan(before) ? bso_policy_epochs_bound(job, i) : before;
+    }
     const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near];
-    return bso_bs_mean_epochs(&job->stats[near]) * pow(ratio, slope);
+    return bso_bs_mean_epochs(&job->stats[near]) * pow(ratio, law_slope(&fit));
 }
 
 /* The epochs to judge an exploring size by, once its cost per epoch is known. Above every
