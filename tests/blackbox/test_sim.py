@@ -340,7 +340,8 @@ class Sim(unittest.TestCase):
     def test_change_replayed_identically_over_http(self):
         """A job that changes: the policy finds it and revises every size's statistics, which
         the server stores (on this suite's backend) and reloads, so its decisions over HTTP are
-        the in-process ones; per-phase figures come out."""
+        the in-process ones; per-phase figures come out. Also a change right after the first
+        recurrence, found by looking back at a size's first run."""
         # No jobs kept in memory: every request reads the job back from the database.
         with Server(args=["--cache-mb", "0"]) as srv, tempfile.TemporaryDirectory() as d:
             url = "http://127.0.0.1:%d" % srv.port
@@ -372,6 +373,12 @@ class Sim(unittest.TestCase):
             # alarm agree, the sizes known only from before are moved alike (seed 4; the
             # sizes' epochs before the change are stored with their statistics).
             self.replay_both(url, d, "movielens-1m", "6:epochs=1.5", seeds="3-4")
+            # A change right after the first recurrence: imagenet's 256 reached in about 20 epochs
+            # then, twice that since; looking back at its first run (stored with the size)
+            # finds the change in both modes.
+            _, found, _ = self.replay_both(url, d, "imagenet", "2:epochs=2.0@<=opt")
+            self.assertEqual(found[0], "0")
+            self.assertGreaterEqual(int(found[1]), 1)
 
     def test_sizes_that_reach_by_chance_replayed_identically_over_http(self):
         """A held-out synthetic workload whose sizes reach the target only some of the time
