@@ -209,72 +209,89 @@ bool bso_policy_slope_guessed(const struct bso_job *job)
     return points < 2;
 }
 
-/* The scaling exponent a fit of log epochs against log batch size gives, clamped to [0, 1]
- * between "the same epochs" and "the same steps"; 0.5 until two sizes tell it. */
-static double law_slope(const struct bso_line_fit *fit)
+/* A curve of epochs against batch size, as seen from size i: the line fitted (least squares) to
+ * the points added, log2 epochs against log2 batch size, and the anchor nearest i (in log2)
+ * among them with the epochs it stands for. */
+struct curve {
+    struct bso_line_fit fit;
+    double x; /* log2 of size i */
+    int near; /* the nearest anchor, or -1 */
+    double near_epochs;
+};
+
+static struct curve curve_from(const struct bso_job *job, size_t i)
 {
-    const double s = bso_fit_slope(fit, 0.5);
-    return s < 0 ? 0 : s > 1 ? 1 : s;
+    return (struct curve){.x = log2((double)job->spec.batch_sizes[i]), .near = -1};
+}
+
+/* Adds size a's point; with anchor_epochs > 0 it may also anchor the curve, at those epochs. */
+static void curve_add(struct curve *c, const struct bso_job *job, size_t a, double log2_epochs,
+                      double anchor_epochs)
+{
+    const double xa = log2((double)job->spec.batch_sizes[a]);
+    bso_fit_add(&c->fit, xa, log2_epochs, 1);
+    if (anchor_epochs > 0 &&
+        (c->near < 0 ||
+         fabs(xa - c->x) < fabs(log2((double)job->spec.batch_sizes[c->near]) - c->x))) {
+        c->near = (int)a;
+        c->near_epochs = anchor_epochs;
+    }
+}
+
+/* What the curve says size i needs: E(a) * (b / a)^s from its anchor a, s the fitted scaling
+ * exponent clamped to [0, 1] between "the same epochs" and "the same steps", 0.5 until two
+ * sizes tell it; NAN without an anchor. */
+static double curve_at(const struct curve *c, const struct bso_job *job, size_t i)
+{
+    if (c->near < 0)
+        return NAN;
+    double s = bso_fit_slope(&c->fit, 0.5);
+    s = s < 0 ? 0 : s > 1 ? 1 : s;
+    const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[c->near];
+    return c->near_epochs * pow(ratio, s);
 }
 
 /* What the sizes needed before the job last changed (pre_change_epochs) say size i needs, along
- * their curve from the nearest of them (as bso_policy_epochs_estimate goes from the sizes that
- * reached); NAN when none had reached then. A change is a rise, so these are the fewest epochs
- * the sizes may need now. */
+ * their curve (as bso_policy_epochs_estimate goes along the sizes that reached); NAN when none
+ * had reached then. A change is a rise, so these are the fewest epochs the sizes may need now. */
 static double estimate_from_before(const struct bso_job *job, size_t i)
 {
-    struct bso_line_fit fit = {0};
-    int near = -1;
-    const double x = log2((double)job->spec.batch_sizes[i]);
+    struct curve c = curve_from(job, i);
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
         const double e = job->stats[a].pre_change_epochs;
-        if (!(e > 0))
-            continue;
-        const double xa = log2((double)job->spec.batch_sizes[a]);
-        bso_fit_add(&fit, xa, log2(e), 1);
-        if (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x))
-            near = (int)a;
+        if (e > 0)
+            curve_add(&c, job, a, log2(e), e);
     }
-    if (near < 0)
-        return NAN;
-    const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near];
-    return job->stats[near].pre_change_epochs * pow(ratio, law_slope(&fit));
+    return curve_at(&c, job, i);
 }
 
-/* A central estimate of the epochs size i needs: E(a) * (b / a)^s from the nearest size a (in
- * log2) that reached the target, where s is the scaling exponent fitted (least squares on
- * log epochs against log batch size) over the sizes that tell it (scaling_point), clamped to
- * [0, 1] (law_slope); 0.5 until two sizes do (a guess: bso_policy_slope_guessed). While none
- * has reached since the job changed (the sizes that had failed since), the same along what the
- * sizes needed before the change (estimate_from_before): with no estimate at all, every open
- * size fell to its bound, one epoch, and a rescue went to the sizes cheapest per epoch, far
- * past any that could reach (cifar100 after epochs x3 at and above its optimum ran 512, 1024,
- * 2048 and 4096 to max_epochs before 64). The epochs bound where nothing ever reached. It judges
- * exploring runs (bso_policy_judged_epochs at the go/no-go, bso_policy_decide later), but where
- * bso_policy_rechecked sends them to the optimistic bso_policy_epochs_bound. */
+/* A central estimate of the epochs size i needs: along the curve (curve_at) through the sizes
+ * that tell it (scaling_point), from the nearest size that reached the target, at its mean
+ * epochs; 0.5 for the exponent until two sizes do (a guess: bso_policy_slope_guessed). While
+ * none has reached since the job changed (the sizes that had failed since), the same along
+ * what the sizes needed before the change (estimate_from_before): with no estimate at all,
+ * every open size fell to its bound, one epoch, and a rescue went to the sizes cheapest per
+ * epoch, far past any that could reach (cifar100 after epochs x3 at and above its optimum ran
+ * 512, 1024, 2048 and 4096 to max_epochs before 64). The epochs bound where nothing ever
+ * reached. It judges exploring runs (bso_policy_judged_epochs at the go/no-go,
+ * bso_policy_decide later), but where bso_policy_rechecked sends them to the optimistic
+ * bso_policy_epochs_bound. */
 double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
 {
     if (bso_policy_transferred_prior(job, i) > 0)
         return bso_policy_transferred_prior(job, i); /* what the same workload needed elsewhere */
-    int near = -1;
-    struct bso_line_fit fit = {0};
-    const double x = log2((double)job->spec.batch_sizes[i]);
+    struct curve c = curve_from(job, i);
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
         double ya;
-        if (!scaling_point(job, a, &ya))
-            continue;
-        const double xa = log2((double)job->spec.batch_sizes[a]);
-        bso_fit_add(&fit, xa, ya, 1);
-        if (job->stats[a].successes > 0 &&
-            (near < 0 || fabs(xa - x) < fabs(log2((double)job->spec.batch_sizes[near]) - x)))
-            near = (int)a;
+        if (scaling_point(job, a, &ya))
+            curve_add(&c, job, a, ya,
+                      job->stats[a].successes > 0 ? bso_bs_mean_epochs(&job->stats[a]) : 0);
     }
-    if (near < 0) { /* nothing reached since the change cleared the sizes that had */
-        const double before = estimate_from_before(job, i);
-        return isnan(before) ? bso_policy_epochs_bound(job, i) : before;
-    }
-    const double ratio = (double)job->spec.batch_sizes[i] / (double)job->spec.batch_sizes[near];
-    return bso_bs_mean_epochs(&job->stats[near]) * pow(ratio, law_slope(&fit));
+    if (c.near >= 0)
+        return curve_at(&c, job, i);
+    /* nothing reached since the change cleared the sizes that had */
+    const double before = estimate_from_before(job, i);
+    return isnan(before) ? bso_policy_epochs_bound(job, i) : before;
 }
 
 /* The epochs to judge an exploring size by, once its cost per epoch is known. Above every
