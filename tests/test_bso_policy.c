@@ -892,6 +892,63 @@ static void test_first_run_far_below_the_runs_since_is_a_change(void **state)
     }
 }
 
+/* The user says the job changed (bso_policy_declare_change). 64, the best, reached eight times
+ * in 9-11 epochs, 128 four times in 14-15; 32 never reached (nothing to re-check there). Then
+ * the next run at 64:
+ * 0: 13 epochs (1.3x) without the declaration: no alarm (one run alone must surprise by 6.5
+ *    standard deviations), and 64 simply adds the run;
+ * 1: 13 epochs after it: the alarm, as at a change the policy found itself: a change is marked,
+ *    64 starts over from the run, 128 is known only from before it;
+ * 2: 10 epochs (as usual) after it: no alarm, nothing forgotten, 64 adds the run;
+ * 3: a run to max_epochs after it: the alarm;
+ * 4: under the zeus policy the call watches nothing and changes nothing. */
+static void test_declared_change_is_found_by_the_next_run_that_shows_it(void **state)
+{
+    (void)state;
+    static const int64_t e64[] = {10, 9, 11, 10, 9, 11, 10, 10}, e128[] = {14, 15, 14, 15};
+    for (int v = 0; v < 5; v++) {
+        struct bso_job job;
+        start_all(&job, BSO_BS_FAILED);
+        int t = 1;
+        for (int k = 0; k < 8; k++)
+            observe_at(&job, 2, t++, e64[k], 100, BSO_RUN_REACHED);
+        for (int k = 0; k < 4; k++)
+            observe_at(&job, 3, t++, e128[k], 70, BSO_RUN_REACHED);
+        assert_false(any_change_mark(&job));
+        if (v == 4)
+            job.spec.policy = BSO_POLICY_ZEUS;
+        const struct bso_bs_stat before = job.stats[2];
+        const size_t watched = v > 0 ? bso_policy_declare_change(&job) : 0;
+        assert_int_equal(watched, v == 4 ? 0 : v > 0 ? 2 : 0);
+        if (v == 4) {
+            assert_memory_equal(&job.stats[2], &before, sizeof before);
+            bso_job_clear(&job);
+            continue;
+        }
+        if (v > 0) /* close to the alarm: the evidence of one run is left to show */
+            assert_true(bso_policy_change_evidence(&job, 2) >= 0.5 &&
+                        bso_policy_change_evidence(&job, 3) >= 0.5 &&
+                        bso_policy_change_evidence(&job, 1) == 0);
+        if (v == 3)
+            observe_at(&job, 2, t, 20, 100, BSO_RUN_FAILED);
+        else
+            observe_at(&job, 2, t, v == 2 ? 10 : 13, 100, BSO_RUN_REACHED);
+        const bool alarm = v == 1 || v == 3;
+        assert_int_equal(any_change_mark(&job), alarm);
+        assert_int_equal(bso_policy_change_trial(&job), alarm ? t : 0);
+        if (alarm) {
+            assert_true(bso_policy_stale(&job, 3));
+        } else {
+            assert_int_equal(job.stats[2].successes, 9);
+            assert_int_equal(job.stats[3].successes, 4);
+            assert_true(bso_policy_fresh(&job, 3));
+        }
+        if (v == 1)
+            assert_true(job.stats[2].successes == 1 && job.stats[2].sum_epochs == 13);
+        bso_job_clear(&job);
+    }
+}
+
 /* As on a GPU (docs/policy.md, "A drift in real training"): 64 reached in 7 or 9 epochs four
  * times, then once in 15 (more than half the alarm, not all of it), then ran 20 epochs without
  * reaching and was stopped for its cost. With five successes and no failure, a stop alone is no
@@ -2109,6 +2166,7 @@ int main(void)
         cmocka_unit_test(test_size_that_misses_now_and_then_weighs_it),
         cmocka_unit_test(test_size_that_got_cheaper_starts_over_alone),
         cmocka_unit_test(test_first_run_far_below_the_runs_since_is_a_change),
+        cmocka_unit_test(test_declared_change_is_found_by_the_next_run_that_shows_it),
         cmocka_unit_test(test_size_that_misses_now_and_then_keeps_its_epochs_at_its_alarm),
         cmocka_unit_test(test_diverged_run_is_retried_once_and_bounds_nothing),
         cmocka_unit_test(test_failure_within_the_laws_bounds_the_search),

@@ -6,10 +6,13 @@
 # cells whose optimum the change moved, cells where bso cost more than zeus (all, and those
 # whose optimum moved), recurrences that trained no model in 5 launches), then the stationary
 # figures.
-# Usage: tools/change-figures.sh [BUILD_DIR] [SEEDS]   (default build/release, 1-20)
+# Usage: tools/change-figures.sh [BUILD_DIR] [SEEDS] [BSO_SIM_ARGS]
+#   (default build/release, 1-20, none; e.g. "--declare-changes yes" replays the user telling
+#   the server of each change, docs/policy.md "When the user knows the job changed")
 set -eu
 build=${1:-build/release}
 seeds=${2:-1-20}
+extra=${3:-} # split into words on purpose: several bso-sim arguments
 traces=${BSO_TRACES:-../shared/traces}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -58,14 +61,14 @@ for kind in "<=opt" ">=opt" "opt"; do
         for r in 10 25 40; do
             c="$r:epochs=$factor@$kind"
             "$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
-                --recurrences 60 --change "$c" --out "$out" > /dev/null
+                --recurrences 60 --change "$c" $extra --out "$out" > /dev/null
             summarize "\`$c\`" "$out/changes.csv"
         done
     done
 done
 for c in "25:time=1.5" "25:epochs=1.5"; do
     "$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
-        --recurrences 60 --change "$c" --out "$out" > /dev/null
+        --recurrences 60 --change "$c" $extra --out "$out" > /dev/null
     summarize "\`$c\` (every size)" "$out/changes.csv"
 done
 for pair in "v100 a40" "a40 v100"; do

@@ -6,10 +6,12 @@
 # change: the phase after it, geometric mean of the ratio to that phase's oracle over the 12
 # workload x GPU cells, under Zeus's policy and the bso policy, bso's worst cell, and the
 # recurrences (over 20 seeds) whose first five launches trained no model.
-# Usage: tools/other-changes.sh [BUILD_DIR] [SEEDS]   (default build/release, 1-20)
+# Usage: tools/other-changes.sh [BUILD_DIR] [SEEDS] [BSO_SIM_ARGS]
+#   (default build/release, 1-20, none; e.g. "--declare-changes yes")
 set -eu
 build=${1:-build/release}
 seeds=${2:-1-20}
+extra=${3:-} # split into words on purpose: several bso-sim arguments
 traces=${BSO_TRACES:-../shared/traces}
 echo "| change | zeus | bso | bso worst cell | no model (zeus / bso) |"
 echo "|---|---|---|---|---|"
@@ -19,7 +21,7 @@ for c in "20:time=2.0@>opt" "20:time=2.0@<opt" "20:time=1.5@opt" "20:time=1.3@<=
          "10:epochs=1.6@<=opt;30:epochs=0.625@<=opt" "2:epochs=2.0@<=opt" "2:epochs=2.0" \
          "25:epochs=3.0@<=opt" "25:epochs=3.0@>=opt"; do
     out=$("$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
-        --recurrences 60 --change "$c" --out "$(mktemp -d)" | grep "after a change")
+        --recurrences 60 --change "$c" $extra --out "$(mktemp -d)" | grep "after a change")
     echo "$out" | awk -v c="$c" '
         / zeus\// { z = $7; zn = $10 } / bso\// { b = $7; bw = $9; bn = $10 }
         END { gsub(",", "", z); gsub(",", "", b); gsub(",", "", bw)

@@ -312,9 +312,13 @@ function jobView(job, trials) {
     origin.push(el('p', { id: 'changed', class: 'muted',
       text: `The job changed: found after trial ${job.change_detected_at_trial}; what was learnt before weighs as one run per size.` }));
 
+  if (job.change_declared_at_trial)
+    origin.push(el('p', { id: 'declared', class: 'muted',
+      text: `The job changed after trial ${job.change_declared_at_trial}, its user says: the next run at each size it knows decides whether that matters there.` }));
+
   // A change not found yet, but building: the size whose runs went furthest towards one, from
-  // half the alarm on (as `bso show` says it).
-  const building = (job.batch_size_stats || []).reduce(
+  // half the alarm on (as `bso show` says it); not after a declared change, which is why.
+  const building = job.change_declared_at_trial ? null : (job.batch_size_stats || []).reduce(
     (a, s) => (s.change_evidence || 0) > (a ? a.change_evidence : 0.5) ? s : a, null);
   if (building)
     origin.push(el('p', { id: 'building', class: 'muted',

@@ -94,6 +94,11 @@ class Client:
     def delete(self, job_id: str) -> None:
         self._check(N.lib.bso_client_delete(self._c, job_id.encode()))
 
+    def changed(self, job_id: str) -> Any:
+        """Says that the job changed (new data, a new model version): POST /jobs/ID/changed.
+        Returns the job as GET /jobs/ID answers it."""
+        return self.post("/jobs/%s/changed" % job_id)
+
     def post(self, path: str, body: Any = None) -> Any:
         text = json.dumps(body).encode() if body is not None else None
         self._check(N.lib.bso_client_post(self._c, path.encode(), text))

@@ -134,6 +134,16 @@ class BatchSizeOptimizer:
         body = report.profile(device=device) if hasattr(report, "profile") else report
         return self._client.post("/jobs/%s/profile" % self.job_id, body)
 
+    def declare_change(self) -> Optional[dict]:
+        """Tells the server that this job changed since its last run (new data, a new model
+        version), before get_batch_size: the next run at each batch size the job knows decides
+        whether the change matters there, and where it does the job explores again; nothing is
+        forgotten until then (docs/policy.md, "When the user knows the job changed"). Returns
+        the server's answer (the job); None on ranks other than 0 and offline."""
+        if self.rank != 0 or self.offline:
+            return None
+        return self._client.changed(self.job_id)
+
     def get_batch_size(self) -> int:
         """The batch size of this run (asks the server once; rank 0 only)."""
         if self.rank != 0:

@@ -30,6 +30,10 @@ static const struct command commands[] = {
     {"delete", 1, true, "JOB", "delete a job and its history", cmd_delete},
     {"reset", 1, true, "JOB", "forget what a job learned: it explores again (keeps its spec)",
      cmd_reset},
+    {"changed", 1, true, "JOB",
+     "say that a job changed (new data, a new model version): its next runs re-check what it "
+     "learnt, and it explores again where the change matters",
+     cmd_changed},
     {"transfer", 2, true, "OLD NEW",
      "start job NEW (the same workload on other hardware) from what job OLD learnt of each "
      "batch size's epochs",

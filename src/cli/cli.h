@@ -96,6 +96,7 @@ int cmd_delete(struct ctx *c);
 int cmd_probe(struct ctx *c);
 
 int cmd_reset(struct ctx *c);
+int cmd_changed(struct ctx *c);
 
 int cmd_transfer(struct ctx *c);
 

@@ -7,7 +7,8 @@
 #include <stdio.h>
 
 /* The bso policy's view of each batch size, and the best so far. */
-static void show_bs_stats(json_t *stats)
+/* `declared`: the user said the job changed, which is why its sizes are close to the alarm. */
+static void show_bs_stats(json_t *stats, bool declared)
 {
     printf("\n%10s %-8s %5s %9s %7s %11s %14s %14s %7s\n", "BATCH SIZE", "STATUS", "RUNS",
            "REACHED", "MISSED", "MEAN EPOCHS", "COST/EPOCH", "EXPECTED COST", "CHANGE");
@@ -50,7 +51,7 @@ static void show_bs_stats(json_t *stats)
     if (best >= 0)
         printf("\nbest batch size so far: %" PRId64 " (lowest expected cost %.1f)\n", best,
                best_cost);
-    if (building_at >= 0)
+    if (building_at >= 0 && !declared)
         printf("the job may be changing: the runs at batch size %" PRId64
                " are %.0f%% of the way to saying so\n",
                building_at, 100 * building);
@@ -155,7 +156,8 @@ int cmd_show(struct ctx *c)
         }
         printf("\nbest batch size so far: %" PRId64 " (lowest mean cost %.1f)\n", best, best_cost);
     } else if (json_array_size(json_object_get(job, "batch_size_stats")) > 0) {
-        show_bs_stats(json_object_get(job, "batch_size_stats"));
+        show_bs_stats(json_object_get(job, "batch_size_stats"),
+                      json_is_integer(json_object_get(job, "change_declared_at_trial")));
     } else {
         printf("\nbest batch size so far: %" PRId64 " (pruning: the cheapest result)\n",
                (int64_t)json_integer_value(json_object_get(job, "min_cost_batch_size")));
@@ -183,6 +185,12 @@ int cmd_show(struct ctx *c)
         printf("the job changed: found at trial %" PRId64
                "; what was learnt before weighs as one run per size\n",
                (int64_t)json_integer_value(changed));
+    json_t *declared = json_object_get(job, "change_declared_at_trial");
+    if (json_is_integer(declared))
+        printf("the job changed after trial %" PRId64
+               ", its user says (`bso changed`): the next run at each size it knows decides "
+               "whether that matters there\n",
+               (int64_t)json_integer_value(declared));
     json_t *out_of_reach = json_object_get(job, "target_out_of_reach");
     if (json_is_object(out_of_reach)) {
         json_t *since = json_object_get(out_of_reach, "since_trial");

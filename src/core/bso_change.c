@@ -26,6 +26,12 @@
  * says the job changed right after it: as far as one run alone must surprise to raise the
  * alarm (its surprise less the slack past DRIFT_ALARM). */
 #define FIRST_RUN_ALARM (DRIFT_ALARM + DRIFT_SLACK)
+/* How far (in standard deviations) one run must surprise to raise the alarm after the user
+ * declared that the job changed (bso_policy_declare_change): the declaration stands for the
+ * rest of the evidence, and what is left to show is that the change matters at the size, by a
+ * conventional two-sided test at about 5%. A run that fails to reach needs the same likelihood
+ * ratio, e^(DECLARED_SURPRISE - DRIFT_SLACK), against the size's failure rate. */
+#define DECLARED_SURPRISE 2.0
 
 /* How surprising a run that reached in e epochs, at a size that reached before, is: in standard
  * deviations of its predicted log epochs (its posterior and the run-to-run spread). */
@@ -93,6 +99,12 @@ static void keep_streak(const struct bso_job *job, struct bso_bs_stat *s)
  * size that reached since it keeps what it knows. */
 static void forget(struct bso_job *job, size_t i, double since, bool i_stays)
 {
+    /* A change the user declared came then, no earlier (bso_policy_declare_change); the
+     * declaration is spent on the alarm it led to. */
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        since = fmax(since, job->stats[k].declared_mark);
+        job->stats[k].declared_mark = 0;
+    }
     /* The change came after size i last reached before this run (`since`): a size that
      * reached since (and has not failed since) is known from after it, and keeps what it
      * knows; if it drifts itself, only the runs of its drift. Its sums start again. */
@@ -314,6 +326,36 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
                                                                    : BSO_BS_FAILED;
     }
     return all;
+}
+
+size_t bso_policy_declare_change(struct bso_job *job)
+{
+    if (job->spec.policy != BSO_POLICY_BSO)
+        return 0;
+    /* Each CUSUM sum is a log-likelihood ratio for a change: it is raised to within one run's
+     * worth of its alarm. Ordinary runs wear it down as they would any surprise; an alarm
+     * resets every sum (forget). */
+    const double left = DECLARED_SURPRISE - DRIFT_SLACK;
+    size_t watched = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        struct bso_bs_stat *s = &job->stats[k];
+        s->declared_mark = (double)job->last_trial_number;
+        if (s->successes == 0 || bso_policy_stale(job, k))
+            continue;
+        s->drift_up = fmax(s->drift_up, DRIFT_ALARM - left);
+        s->drift_down = fmax(s->drift_down, DRIFT_ALARM - left);
+        s->drift_fail = fmax(s->drift_fail, FAIL_ALARM - left);
+        watched++;
+    }
+    return watched;
+}
+
+int64_t bso_policy_declared_trial(const struct bso_job *job)
+{
+    double declared = 0;
+    for (size_t i = 0; job->spec.policy == BSO_POLICY_BSO && i < job->spec.n_batch_sizes; i++)
+        declared = fmax(declared, job->stats[i].declared_mark);
+    return (int64_t)declared;
 }
 
 double bso_policy_change_evidence(const struct bso_job *job, size_t i)

@@ -97,6 +97,10 @@ struct bso_bs_stat {
      * last trial number then: a first run far below every run since says that the job
      * changed right after it (bso_change.c, first_run_out_of_place). */
     double first_epochs, first_mark;
+    /* The job's last trial number when its user last said that it changed
+     * (bso_policy_declare_change; the same at every size), 0: never. The alarm that such a
+     * declaration leads to places the change there: runs before it are from before. */
+    double declared_mark;
     /* Epochs-to-target this size needed in the job this one was transferred from (other
      * hardware; epochs do not depend on it), until the size reaches here: then it joins the
      * size's runs as one run more. 0: none. */
@@ -135,6 +139,19 @@ int64_t bso_policy_change_trial(const struct bso_job *job);
  * 0 under another policy. An operator's early warning: a size that surprised once may not run
  * again soon enough to confirm it (docs/policy.md, "A drift in real training"). */
 double bso_policy_change_evidence(const struct bso_job *job, size_t i);
+
+/* The user says the job changed (new data, a new model version: POST /jobs/ID/changed): every
+ * size that reached the target, and has not since the last change found only before it, is
+ * watched closely, so that its next run raises the alarm (and the job re-explores, as at a
+ * change it found itself) if it lies more than two standard deviations from what the size
+ * predicts, or fails where the size reached. Nothing is forgotten until a run shows that the
+ * change matters there. Returns how many sizes are watched (0: the job has learnt nothing to
+ * re-check); a no-op under another policy. */
+size_t bso_policy_declare_change(struct bso_job *job);
+
+/* The job's trial number when its user last said that it changed, until the alarm it led to
+ * (then that is the change found); 0 for none. */
+int64_t bso_policy_declared_trial(const struct bso_job *job);
 
 /* Whether size i's runs since the job last changed all stopped without reaching, after more
  * epochs than a size that reached since allows it to need by the scaling laws: a run that

@@ -288,7 +288,8 @@ static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
 }
 
 /* Where the job came from (bso transfer) and when the bso policy last found that it changed:
- * "transferred_from" {job_id, batch_sizes, at} or null, "change_detected_at_trial" or null. */
+ * "transferred_from" {job_id, batch_sizes, at} or null, "change_detected_at_trial" or null,
+ * "change_declared_at_trial" (POST /jobs/ID/changed, until a run shows the change) or null. */
 static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso_job *job)
 {
     struct bso_job_origin o;
@@ -312,6 +313,12 @@ static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso
     jb_key(b, "change_detected_at_trial");
     if (changed > 0)
         jb_int(b, changed);
+    else
+        jb_null(b);
+    const int64_t declared = bso_policy_declared_trial(job);
+    jb_key(b, "change_declared_at_trial");
+    if (declared > 0)
+        jb_int(b, declared);
     else
         jb_null(b);
     return 0;
@@ -429,6 +436,26 @@ void bso_h_reset_job(struct bso_request *req, struct bso_response *res)
         return;
     }
     log_info("Reset job %s: it explores again from its spec", req->segment);
+    bso_h_get_job(req, res);
+}
+
+/* POST /jobs/ID/changed: the user says the job changed; answers the job as GET /jobs/ID. */
+void bso_h_declare_change(struct bso_request *req, struct bso_response *res)
+{
+    struct bso_session *s = bso_h_session(req, res);
+    if (!s)
+        return;
+    char msg[BSO_SVC_MSG_MAX];
+    int64_t sizes;
+    const int rc = bso_svc_declare_change(s, req->segment, &sizes, msg);
+    bso_session_release(s);
+    if (rc < 0) {
+        bso_h_message(res, bso_h_status_of(rc, 404), msg);
+        return;
+    }
+    log_info("Job %s changed, its user says: the next run at each of %lld batch sizes decides "
+             "whether it matters there",
+             req->segment, (long long)sizes);
     bso_h_get_job(req, res);
 }
 

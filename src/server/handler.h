@@ -86,6 +86,10 @@ void bso_h_reset_job(struct bso_request *req, struct bso_response *res);
  * workload on other hardware); answers the job as GET /jobs/ID. */
 void bso_h_transfer(struct bso_request *req, struct bso_response *res);
 
+/* POST /jobs/ID/changed: the user says the job changed (bso_svc_declare_change); answers the
+ * job as GET /jobs/ID. */
+void bso_h_declare_change(struct bso_request *req, struct bso_response *res);
+
 void bso_h_report(struct bso_request *req, struct bso_response *res);
 
 void bso_h_end_trial(struct bso_request *req, struct bso_response *res);

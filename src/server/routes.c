@@ -33,6 +33,7 @@ static const struct route routes[] = {
     {"POST", "/jobs/{}/profile", bso_h_profile, false, "/jobs/{job_id}/profile"},
     {"POST", "/jobs/{}/power", bso_h_power, false, "/jobs/{job_id}/power"},
     {"POST", "/jobs/{}/transfer", bso_h_transfer, false, "/jobs/{job_id}/transfer"},
+    {"POST", "/jobs/{}/changed", bso_h_declare_change, false, "/jobs/{job_id}/changed"},
     {"GET", "/jobs/{}", bso_h_get_job, false, "/jobs/{job_id}"},
     {"GET", "/healthz", bso_h_healthz, true, "/healthz"},
     {"GET", "/readyz", bso_h_readyz, true, "/readyz"},

@@ -459,6 +459,30 @@ static int load_for_write(struct bso_session *s, const char *job_id, struct bso_
     return 0;
 }
 
+int bso_svc_declare_change(struct bso_session *s, const char *job_id, int64_t *sizes, char *msg)
+{
+    *sizes = 0;
+    struct bso_job job;
+    int rc = load_for_write(s, job_id, &job, "changed", msg);
+    if (rc < 0)
+        return rc;
+    if (job.spec.policy != BSO_POLICY_BSO) {
+        bso_job_clear(&job);
+        return finish(s,
+                      say(msg, BSO_EINVAL,
+                          "Job %s runs the zeus policy, which does not look for changes: its "
+                          "window_size forgets old runs, and POST /jobs/%s/reset starts it afresh.",
+                          job_id, job_id),
+                      "changed", msg);
+    }
+    *sizes = (int64_t)bso_policy_declare_change(&job);
+    rc = bso_session_save(s, &job, BSO_CHANGED_ALL_STATS, NULL, false, 0);
+    if (rc < 0)
+        rc = db_error(s, rc, "changed", msg);
+    bso_job_clear(&job);
+    return finish(s, rc, "changed", msg);
+}
+
 int bso_svc_profile(struct bso_session *s, const char *job_id, const struct bso_profile_entry *e,
                     size_t n, struct bso_job_spec *spec_out, char *msg)
 {

@@ -55,6 +55,12 @@ int bso_svc_end_trial(struct bso_session *s, const struct bso_trial_key *key, ch
 /* Forgets what a job learned (bso_session_reset_job): it explores again from its spec. */
 int bso_svc_reset(struct bso_session *s, const char *job_id, char *msg);
 
+/* The user says job_id changed (bso_policy_declare_change): the next run at each size it knows
+ * decides whether the change matters there. *sizes gets how many sizes are watched (0: it has
+ * learnt nothing yet). BSO_ENOTFOUND for an unknown job, BSO_EINVAL for one under the zeus
+ * policy; msg says which. */
+int bso_svc_declare_change(struct bso_session *s, const char *job_id, int64_t *sizes, char *msg);
+
 /* Stores a probe's measurements of the job's batch sizes (every size must be the job's, else
  * BSO_EINVAL) and marks the sizes that do not fit, which are then never dispatched; sizes a
  * later profile finds feasible are dispatched again. spec_out gets the job's spec with its

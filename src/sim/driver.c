@@ -99,6 +99,13 @@ static int local_transfer(void *ctx, void *from_ctx)
     return 0;
 }
 
+static int local_declare_change(void *ctx)
+{
+    struct local *l = ctx;
+    bso_policy_declare_change(&l->job);
+    return 0;
+}
+
 static int local_end_trial(void *ctx, int64_t bs, int64_t trial)
 {
     (void)bs;
@@ -258,6 +265,18 @@ static int remote_transfer(void *ctx, void *from_ctx)
     return 0;
 }
 
+static int remote_declare_change(void *ctx)
+{
+    struct remote *r = ctx;
+    char path[BSO_CLIENT_ID_MAX + 32];
+    snprintf(path, sizeof path, "/jobs/%s/changed", r->job_id);
+    if (bso_client_post(r->c, path, NULL) < 0) {
+        snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
+        return -1;
+    }
+    return 0;
+}
+
 static int remote_change_trial(void *ctx, int64_t *trial)
 {
     struct remote *r = ctx;
@@ -339,6 +358,7 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
                                    .transfer = local_transfer,
                                    .power = local_power,
                                    .change_trial = local_change_trial,
+                                   .declare_change = local_declare_change,
                                    .close = local_close};
         l->err = drv->err;
         return 0;
@@ -370,6 +390,7 @@ int sim_driver_open(struct sim_driver *drv, const struct sim_job *job,
                                .transfer = remote_transfer,
                                .power = remote_power,
                                .change_trial = remote_change_trial,
+                               .declare_change = remote_declare_change,
                                .close = remote_close};
     r->err = drv->err;
     r->keep = opt->keep_jobs;

@@ -25,7 +25,7 @@ static int usage(FILE *f)
             "               [--recurrences N] [--seeds A-B] [--eta 0.5] [--beta 2|none]\n"
             "               [--out DIR] [--server URL] [--decisions FILE|-]\n"
             "               [--change R:KIND=F[@SIZES][;...]]... [--launches K]\n"
-            "               [--window N]\n"
+            "               [--window N] [--declare-changes no|yes]\n"
             "               [--move fresh,transfer]\n"
             "\n"
             "Replays recurring training jobs from traces (shared/traces format) and reports the\n"
@@ -61,7 +61,9 @@ static int usage(FILE *f)
             "Zeus client registers one, which --move fresh starts from nothing and --move\n"
             "transfer from the old job's epochs (POST /jobs/ID/transfer); default: both.\n"
             "--window N registers the jobs with window_size N (default 0: no window; under the\n"
-            "zeus policy at least 2, its mab_num_explorations).\n");
+            "zeus policy at least 2, its mab_num_explorations).\n"
+            "--declare-changes yes tells the bso policy of each --change as it happens (the\n"
+            "user's POST /jobs/ID/changed); a move to another GPU is a new job instead.\n");
     return f == stdout ? 0 : 2;
 }
 
@@ -188,6 +190,10 @@ int main(int argc, char **argv)
             if (!parse_num(v, &d) || d < 0 || d > 1e6 || d != floor(d))
                 return fail("--window must be a whole number from 0 (no window) to 1000000"), 2;
             plan.opt.window = (int64_t)d;
+        } else if (strcmp(a, "--declare-changes") == 0) {
+            if (strcmp(v, "yes") && strcmp(v, "no"))
+                return fail("--declare-changes takes yes or no, not '%s'", v), 2;
+            plan.opt.declare = strcmp(v, "yes") == 0;
         } else if (strcmp(a, "--decisions") == 0) {
             decisions = v;
         } else {

@@ -390,8 +390,16 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
     for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
         while (k + 1 < res->n_phases && r >= res->phase[k + 1].first) {
             k++;
-            if (strcmp(jobs[k].gpu, jobs[k - 1].gpu) == 0)
+            if (strcmp(jobs[k].gpu, jobs[k - 1].gpu) == 0) {
+                /* The same job changed: with --declare-changes, its user says so (the zeus
+                 * policy has no such call). */
+                if (opt->declare && opt->policy == BSO_POLICY_BSO &&
+                    (rc = drv.declare_change(drv.ctx)) < 0) {
+                    snprintf(err, errcap, "%s", drv.err);
+                    break;
+                }
                 continue;
+            }
             if ((rc = move(&jobs[k], opt, &drv, err, errcap)) < 0)
                 break;
             /* The new job probes its new GPU as the old one probed its own. */

@@ -42,6 +42,9 @@ struct sim_driver {
     /* The trial at which the policy last found that the job changed (0: never), as GET /jobs/ID
      * says it. */
     int (*change_trial)(void *ctx, int64_t *trial);
+    /* Tells the policy that the job changed (bso_policy_declare_change, or POST
+     * /jobs/ID/changed). */
+    int (*declare_change)(void *ctx);
     void (*close)(void *ctx);
     char err[512];
 };
@@ -66,6 +69,8 @@ struct sim_options {
         transfer; /* --move transfer: a job moved to another GPU starts from the old one's epochs */
     int64_t launches; /* a recurrence whose first this-many runs all failed had no model in time */
     int64_t window;   /* the jobs' window_size (0: none) */
+    bool declare;     /* --declare-changes yes: the bso policy is told of each change on the
+                         same GPU as it happens */
 };
 
 #define SIM_MAX_PHASES (SIM_MAX_CHANGES + 1)

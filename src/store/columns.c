@@ -171,6 +171,7 @@ const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE] = {
     STAT(misses_before_reaching),
     STAT(first_epochs),
     STAT(first_mark),
+    STAT(declared_mark),
 };
 
 double *bso_column_stat_field(struct bso_bs_stat *b, size_t at)

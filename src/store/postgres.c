@@ -187,6 +187,8 @@ static const char *const migrations[] = {
     /* 18: each size's first run since its epochs started (a change right after it) */
     "ALTER TABLE bs_stat ADD COLUMN first_epochs DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN first_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
+    /* 19: when the user last said that the job changed (POST /jobs/ID/changed) */
+    "ALTER TABLE bs_stat ADD COLUMN declared_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -308,7 +310,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
         " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
-        " first_mark, recent_epochs FROM bs_stat WHERE job_id = $1",
+        " first_mark, declared_mark, recent_epochs FROM bs_stat WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
@@ -316,10 +318,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
-        " first_epochs, first_mark, recent_epochs)"
+        " first_epochs, first_mark, declared_mark, recent_epochs)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
         " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34,"
-        " $35, $36)"
+        " $35, $36, $37)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -339,6 +341,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " cost_shift = EXCLUDED.cost_shift, pre_change_epochs = EXCLUDED.pre_change_epochs,"
         " misses = EXCLUDED.misses, misses_before_reaching = EXCLUDED.misses_before_reaching,"
         " first_epochs = EXCLUDED.first_epochs, first_mark = EXCLUDED.first_mark,"
+        " declared_mark = EXCLUDED.declared_mark,"
         " recent_epochs = EXCLUDED.recent_epochs",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"

@@ -183,6 +183,8 @@ static const char *const migrations[] = {
     /* 18: each size's first run since its epochs started (a change right after it) */
     "ALTER TABLE bs_stat ADD COLUMN first_epochs REAL NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN first_mark REAL NOT NULL DEFAULT 0;\n",
+    /* 19: when the user last said that the job changed (POST /jobs/ID/changed) */
+    "ALTER TABLE bs_stat ADD COLUMN declared_mark REAL NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -301,7 +303,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
         " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
-        " first_mark, recent_epochs FROM bs_stat WHERE job_id = ?1",
+        " first_mark, declared_mark, recent_epochs FROM bs_stat WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
@@ -309,10 +311,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
-        " first_epochs, first_mark, recent_epochs)"
+        " first_epochs, first_mark, declared_mark, recent_epochs)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
         " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34,"
-        " ?35, ?36)",
+        " ?35, ?36, ?37)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"

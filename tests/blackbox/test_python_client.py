@@ -231,6 +231,30 @@ class PythonClient(unittest.TestCase):
                                    spec(job_id="test-other", transfer_from="test-nope"))
         self.assertIn("Unknown job(test-nope)", str(e.exception))
 
+    def test_declare_change(self):
+        """BatchSizeOptimizer.declare_change() says that the job changed (POST
+        /jobs/ID/changed): 1024, the one size that reached, is watched, and the server says since
+        when; a zeus-policy job refuses it with the server's message; other ranks post nothing."""
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(policy="bso"))
+        opt.get_batch_size()
+        opt.on_train_begin()
+        for metric in (0.3, 0.4, 0.6):
+            opt.on_evaluate(metric)
+        job = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(policy="bso")) \
+            .declare_change()
+        self.assertEqual(job["change_declared_at_trial"], 1)
+        self.assertIsNone(job["change_detected_at_trial"])
+        evidence = {s["batch_size"]: s["change_evidence"] for s in job["batch_size_stats"]}
+        self.assertGreaterEqual(evidence[1024], 0.5)
+        self.assertEqual(evidence[512], 0)
+        self.assertIsNone(bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(policy="bso"),
+                                                 rank=1).declare_change())
+        zeus = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url,
+                                      spec(policy="zeus", job_id="test-zeus"))
+        with self.assertRaises(bso.BSORuntimeError) as e:
+            zeus.declare_change()
+        self.assertIn("zeus policy", str(e.exception))
+
     def test_batch_size_over_time(self):
         """A run whose batch size changes reports its samples and mean batch size; the trial
         shows one point per epoch, with each epoch's own batch size, and keeps them once the run

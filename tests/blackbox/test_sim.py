@@ -316,16 +316,16 @@ class Sim(unittest.TestCase):
             # The replay cleans up after itself.
             self.assertEqual(srv.request("GET", "/jobs")[1]["jobs"], [])
 
-    def replay_both(self, url, d, workload, change, seeds="1-2"):
-        """Replays 16 recurrences of two seeds of `workload` on the A40 with `change`, in
-        process and through the server at `url`. Returns each mode's decisions (seed, trial,
+    def replay_both(self, url, d, workload, change, seeds="1-2", extra_args=()):
+        """Replays 16 recurrences of two seeds of `workload` on the A40 with `change` (and
+        `extra_args`), in process and through the server at `url`. Returns each mode's decisions (seed, trial,
         batch size, outcome, cost) and changes found per phase, and the last run's stdout."""
         got, found = {}, {}
         for mode, extra in (("local", []), ("http", ["--server", url])):
             p = os.path.join(d, "%s.csv" % mode)
             out = sim("--traces", TRACES, "--gpu", "a40", "--workload", workload,
                       "--policy", "bso", "--seeds", seeds, "--recurrences", "16",
-                      "--change", change, "--decisions", p, "--out", d, *extra)
+                      "--change", change, "--decisions", p, "--out", d, *extra_args, *extra)
             self.assertEqual(out.returncode, 0, out.stderr)
             got[mode] = [(r["seed"], r["trial"], r["batch_size"], r["outcome"], r["cost"])
                          for r in decisions(p)]
@@ -348,7 +348,15 @@ class Sim(unittest.TestCase):
             # squad moves off the sizes that ran out of epochs without an alarm (one failure
             # after five successes is not enough evidence); sentiment140, whose epochs double at
             # its best sizes, raises one. Both count the same in process and over HTTP.
-            got, _, _ = self.replay_both(url, d, "squad", "6:epochs=2@<=opt")
+            got, found, _ = self.replay_both(url, d, "squad", "6:epochs=2@<=opt")
+            self.assertEqual(found[1], "0")
+            # Told of the same change (--declare-changes yes: POST /jobs/ID/changed), its first
+            # failure at a size that used to reach is the alarm; the declaration is stored with
+            # each size, so HTTP decides as in process.
+            told, found, _ = self.replay_both(url, d, "squad", "6:epochs=2@<=opt",
+                                              extra_args=["--declare-changes", "yes"])
+            self.assertGreaterEqual(int(found[1]), 1)
+            self.assertNotEqual(told, got)
             _, found, stdout = self.replay_both(url, d, "sentiment140", "6:epochs=2@>=opt")
             self.assertEqual(found[0], "0")  # nothing changed before recurrence 6
             self.assertGreaterEqual(int(found[1]), 1)
