@@ -73,6 +73,11 @@ char *cli_read_file(const char *path);
 /* GET path into a fresh string (caller frees); NULL with the error printed. */
 char *cli_fetch(struct ctx *c, const char *path);
 
+/* POSTs body (NULL: none) to path, which answers with the job (as GET /jobs/ID). With --json
+ * the answer is printed and *job stays NULL; else *job gets it (release with json_decref).
+ * Returns the exit status, the error printed. */
+int cli_post_for_job(struct ctx *c, const char *path, const char *body, json_t **job);
+
 int cli_open_monitor(bso_monitor **m);
 
 int cmd_jobs(struct ctx *c);

@@ -21,17 +21,12 @@ static int watched_sizes(const json_t *job)
 
 int cmd_changed(struct ctx *c)
 {
-    bso_client *cl = c->cl;
     char path[900];
     cli_job_path(c->argv[0], "/changed", path, sizeof path);
-    int status = cli_check(cl, bso_client_post(cl, path, NULL));
-    if (status != 0)
+    json_t *job;
+    const int status = cli_post_for_job(c, path, NULL, &job);
+    if (status != 0 || !job)
         return status;
-    if (c->json) {
-        cli_print_body(cl);
-        return 0;
-    }
-    json_t *job = json_loads(bso_client_body(cl), 0, NULL);
     const int n = watched_sizes(job);
     if (n == 0) /* not an error: nothing learnt yet, so nothing to re-check */
         printf("%s has not reached the target at any batch size yet: it goes on exploring\n",

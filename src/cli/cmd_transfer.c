@@ -7,7 +7,6 @@
 
 int cmd_transfer(struct ctx *c)
 {
-    bso_client *cl = c->cl;
     char path[900];
     cli_job_path(c->argv[1], "/transfer", path, sizeof path);
     json_t *body = json_pack("{s:s}", "from", c->argv[0]);
@@ -15,15 +14,11 @@ int cmd_transfer(struct ctx *c)
     json_decref(body);
     if (!text)
         return cli_die("out of memory");
-    int status = cli_check(cl, bso_client_post(cl, path, text));
+    json_t *job;
+    const int status = cli_post_for_job(c, path, text, &job);
     free(text);
-    if (status != 0)
+    if (status != 0 || !job)
         return status;
-    if (c->json) {
-        cli_print_body(cl);
-        return 0;
-    }
-    json_t *job = json_loads(bso_client_body(cl), 0, NULL);
     json_t *origin = json_object_get(job, "transferred_from");
     const int64_t sizes = (int64_t)json_integer_value(json_object_get(origin, "batch_sizes"));
     if (sizes == 0) /* not an error: the new job explores as a fresh one would */

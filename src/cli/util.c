@@ -220,6 +220,20 @@ char *cli_fetch(struct ctx *c, const char *path)
     return s;
 }
 
+int cli_post_for_job(struct ctx *c, const char *path, const char *body, json_t **job)
+{
+    *job = NULL;
+    const int status = cli_check(c->cl, bso_client_post(c->cl, path, body));
+    if (status != 0)
+        return status;
+    if (c->json) {
+        cli_print_body(c->cl);
+        return 0;
+    }
+    *job = json_loads(bso_client_body(c->cl), 0, NULL);
+    return *job ? 0 : cli_die("the server's answer is not JSON");
+}
+
 int cli_open_monitor(bso_monitor **m)
 {
     char err[512];

@@ -287,6 +287,16 @@ static void encode_bs_stats(struct jbuf *b, const struct bso_job *job)
     jb_end(b);
 }
 
+/* "key": trial, or null where trial is 0 (none). */
+static void trial_or_null(struct jbuf *b, const char *key, int64_t trial)
+{
+    jb_key(b, key);
+    if (trial > 0)
+        jb_int(b, trial);
+    else
+        jb_null(b);
+}
+
 /* Where the job came from (bso transfer) and when the bso policy last found that it changed:
  * "transferred_from" {job_id, batch_sizes, at} or null, "change_detected_at_trial" or null,
  * "change_declared_at_trial" (POST /jobs/ID/changed, until a run shows the change) or null. */
@@ -309,18 +319,8 @@ static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso
     } else {
         jb_null(b);
     }
-    const int64_t changed = bso_policy_change_trial(job);
-    jb_key(b, "change_detected_at_trial");
-    if (changed > 0)
-        jb_int(b, changed);
-    else
-        jb_null(b);
-    const int64_t declared = bso_policy_declared_trial(job);
-    jb_key(b, "change_declared_at_trial");
-    if (declared > 0)
-        jb_int(b, declared);
-    else
-        jb_null(b);
+    trial_or_null(b, "change_detected_at_trial", bso_policy_change_trial(job));
+    trial_or_null(b, "change_declared_at_trial", bso_policy_declared_trial(job));
     return 0;
 }
 
