@@ -1,5 +1,6 @@
 """JobSpec: a job's settings with Zeus's field names, defaults and client-side validation."""
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from typing import List, Optional
 
@@ -31,8 +32,14 @@ class JobSpec:
     # A job id: a new job (the same workload on other hardware) starts from what that job
     # learnt of each batch size's epochs (docs/api.md, POST /jobs). Ignored for an existing job.
     transfer_from: Optional[str] = None
+    # The version of the data this run trains on (a snapshot id, a date); None takes
+    # BSO_DATA_VERSION from the environment, if set. Registered again with another one, the job
+    # has changed: its next runs re-check what it learnt (docs/api.md, POST /jobs).
+    data_version: Optional[str] = None
 
     def __post_init__(self):
+        if self.data_version is None:
+            self.data_version = os.environ.get("BSO_DATA_VERSION") or None
         errors = []
         if not self.batch_sizes:
             errors.append("Batch Sizes = [] is empty")
@@ -71,6 +78,9 @@ class JobSpec:
         if self.transfer_from is not None and not (isinstance(self.transfer_from, str) and
                                                     0 < len(self.transfer_from) <= 255):
             errors.append("transfer_from must be a job id (1 to 255 characters) or None")
+        if self.data_version is not None and not (isinstance(self.data_version, str) and
+                                                   0 < len(self.data_version.encode()) <= 255):
+            errors.append("data_version must be a string of 1 to 255 bytes or None")
         if self.policy not in (None, "bso", "zeus"):
             errors.append("policy must be \"bso\", \"zeus\" or None")
         if self.job_id is not None and not self.job_id.startswith(self.job_id_prefix):
@@ -81,7 +91,7 @@ class JobSpec:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        for key in ("policy", "transfer_from"):
+        for key in ("policy", "transfer_from", "data_version"):
             if d[key] is None:
                 del d[key]
         return d

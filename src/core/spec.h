@@ -19,6 +19,8 @@
 #define BSO_JOB_ID_PREFIX_MAX (BSO_JOB_ID_MAX - 9)
 #define BSO_GPU_MODEL_MAX 128
 #define BSO_TENANT_MAX 64
+/* Longest data_version (registration field), in bytes. */
+#define BSO_DATA_VERSION_MAX 255
 #define BSO_MAX_PRUNING_ROUNDS 64
 
 /* Which policy a job runs. Zeus's exactly, or BSO's own (see docs/policy.md). A request that
@@ -72,6 +74,11 @@ struct bso_job_spec {
      * the job (same workload, other hardware) whose per-size epochs a new job starts from.
      * "": none. */
     char transfer_from[BSO_JOB_ID_MAX + 1];
+    /* BSO's own registration field, stored apart from the spec and not part of spec equality:
+     * the version of the data the run about to start trains on (a snapshot id, a date). A job
+     * registered again with another version has changed (bso_policy_declare_change). "": none
+     * given. */
+    char data_version[BSO_DATA_VERSION_MAX + 1];
 };
 
 /* Whether batch size index i is marked unfit; and marking it. */

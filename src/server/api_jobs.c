@@ -35,6 +35,9 @@ void bso_h_register(struct bso_request *req, struct bso_response *res)
     int64_t sizes = 0;
     if (rc == 0 && created && spec.transfer_from[0])
         rc = bso_svc_transfer(s, spec.job_id, spec.transfer_from, &sizes, msg);
+    bool declared = false;
+    if (rc == 0 && spec.data_version[0])
+        rc = bso_svc_follow_data_version(s, spec.job_id, spec.data_version, &declared, msg);
     bso_session_release(s);
     if (rc == BSO_ECONFLICT &&
         registered.n_batch_sizes >
@@ -57,6 +60,9 @@ void bso_h_register(struct bso_request *req, struct bso_response *res)
     if (created && spec.transfer_from[0])
         log_info("Job %s starts from job %s's epochs at %lld batch sizes", spec.job_id,
                  spec.transfer_from, (long long)sizes);
+    if (declared)
+        log_info("Job %s registered with data version %s, another than before: it changed",
+                 spec.job_id, spec.data_version);
     res->status = created ? 201 : 200;
     bso_encode_spec(&res->body, &spec);
 }
@@ -299,7 +305,8 @@ static void trial_or_null(struct jbuf *b, const char *key, int64_t trial)
 
 /* Where the job came from (bso transfer) and when the bso policy last found that it changed:
  * "transferred_from" {job_id, batch_sizes, at} or null, "change_detected_at_trial" or null,
- * "change_declared_at_trial" (POST /jobs/ID/changed, until a run shows the change) or null. */
+ * "change_declared_at_trial" (POST /jobs/ID/changed, until a run shows the change) or null,
+ * "data_version" {version, since} (the last one registered) or null. */
 static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso_job *job)
 {
     struct bso_job_origin o;
@@ -321,6 +328,21 @@ static int encode_origin(struct jbuf *b, struct bso_session *s, const struct bso
     }
     trial_or_null(b, "change_detected_at_trial", bso_policy_change_trial(job));
     trial_or_null(b, "change_declared_at_trial", bso_policy_declared_trial(job));
+    struct bso_data_version v;
+    const int vrc = bso_session_load_data_version(s, job->spec.job_id, &v);
+    if (vrc < 0 && vrc != BSO_ENOTFOUND)
+        return vrc;
+    jb_key(b, "data_version");
+    if (vrc == 0) {
+        jb_obj(b);
+        jb_key(b, "version");
+        jb_str(b, v.version);
+        jb_key(b, "since");
+        jb_str(b, v.since);
+        jb_end(b);
+    } else {
+        jb_null(b);
+    }
     return 0;
 }
 

@@ -320,6 +320,7 @@ static const char *const spec_fields[] = {
     "mab_seed",
     "policy",
     "transfer_from",
+    "data_version",
 };
 
 static int field_rank(const char *f)
@@ -454,6 +455,17 @@ int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, str
     }
     if ((v = field(&c, root, "transfer_from", false)) && !json_is_null(v))
         job_id_field(&c, v, "transfer_from", spec->transfer_from, sizeof spec->transfer_from);
+    /* And the version of the data this run trains on: another than last time is a change. */
+    if ((v = field(&c, root, "data_version", false)) && !json_is_null(v)) {
+        const char *dv = json_is_string(v) ? json_string_value(v) : NULL;
+        const size_t n = dv ? json_string_length(v) : 0;
+        if (!dv || n == 0 || n > BSO_DATA_VERSION_MAX || strlen(dv) != n)
+            bso_details_add(ds, "body", "data_version", -1, "value_error",
+                            "must be a string of 1 to 255 characters (the version of the data "
+                            "this run trains on)");
+        else
+            memcpy(spec->data_version, dv, n + 1);
+    }
     json_decref(root);
 
     /* Fields that failed to decode keep their decode error: a placeholder (no type) in the

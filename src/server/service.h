@@ -61,6 +61,12 @@ int bso_svc_reset(struct bso_session *s, const char *job_id, char *msg);
  * policy; msg says which. */
 int bso_svc_declare_change(struct bso_session *s, const char *job_id, int64_t *sizes, char *msg);
 
+/* A job registered with data_version `version`: recorded, and where the job gave another one
+ * before, it changed (bso_svc_declare_change; *declared says so; under the zeus policy the
+ * version is only recorded). */
+int bso_svc_follow_data_version(struct bso_session *s, const char *job_id, const char *version,
+                                bool *declared, char *msg);
+
 /* Stores a probe's measurements of the job's batch sizes (every size must be the job's, else
  * BSO_EINVAL) and marks the sizes that do not fit, which are then never dispatched; sizes a
  * later profile finds feasible are dispatched again. spec_out gets the job's spec with its

@@ -375,6 +375,13 @@ void bso_column_read_trial_row(const struct bso_row *r, struct bso_trial_row *ou
     out->progress = r->null(r->ctx, 10) ? NULL : r->text(r->ctx, 10);
 }
 
+void bso_column_read_data_version(const struct bso_row *r, struct bso_data_version *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->version, sizeof out->version, "%s", r->text(r->ctx, 0));
+    snprintf(out->since, sizeof out->since, "%s", r->text(r->ctx, 1));
+}
+
 void bso_column_read_origin(const struct bso_row *r, struct bso_job_origin *out)
 {
     memset(out, 0, sizeof *out);

@@ -75,6 +75,8 @@ int bso_column_format_power_points(const struct bso_power_point *p, size_t n, ch
 int bso_column_read_power(const struct bso_row *r, struct bso_power_profile *out);
 /* from_job, sizes, transferred_at. */
 void bso_column_read_origin(const struct bso_row *r, struct bso_job_origin *out);
+/* version, since. */
+void bso_column_read_data_version(const struct bso_row *r, struct bso_data_version *out);
 /* job_id, trial_number, batch_size, start_timestamp. */
 void bso_column_read_waiting(const struct bso_row *r, struct bso_waiting_trial *out);
 /* id, tenant, admin, hint, created_at, revoked_at. */

@@ -189,6 +189,12 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN first_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
     /* 19: when the user last said that the job changed (POST /jobs/ID/changed) */
     "ALTER TABLE bs_stat ADD COLUMN declared_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
+    /* 20: the version of the data a job last registered with (data_version) */
+    "CREATE TABLE job_data_version (\n"
+    "  job_id TEXT PRIMARY KEY REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  version TEXT NOT NULL,\n"
+    "  since TEXT NOT NULL                     -- when it was first registered with it\n"
+    ");\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -234,6 +240,8 @@ enum stmt_id {
     ST_ADD_PROGRESS,
     ST_IMPORT_TRIAL,
     ST_LOAD_ORIGIN,
+    ST_SAVE_DATA_VERSION,
+    ST_LOAD_DATA_VERSION,
     ST_MARK_POWER,
     ST_LIST_POWER,
     ST_WAITING_TRIALS,
@@ -378,6 +386,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " end_timestamp, time, energy, converged) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,"
         " $10)",
     [ST_LOAD_ORIGIN] = "SELECT from_job, sizes, transferred_at FROM job_origin WHERE job_id = $1",
+    [ST_SAVE_DATA_VERSION] = "INSERT INTO job_data_version (job_id, version, since)"
+                             " VALUES ($1, $2, " NOW_TEXT ") ON CONFLICT (job_id) DO UPDATE SET"
+                             " version = EXCLUDED.version, since = EXCLUDED.since",
+    [ST_LOAD_DATA_VERSION] = "SELECT version, since FROM job_data_version WHERE job_id = $1",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
                       " FROM power_profile WHERE job_id = $1 ORDER BY batch_size",
     [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
@@ -1309,6 +1321,46 @@ static int be_save_origin(struct bso_session *base, const char *job_id,
     return run_done(ps(base), ST_SAVE_ORIGIN, &p, "save origin");
 }
 
+static int be_save_data_version(struct bso_session *base, const char *job_id, const char *version)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    p_text(&p, version);
+    return run_done(ps(base), ST_SAVE_DATA_VERSION, &p, "save data version");
+}
+
+/* A job's one row of statement `which` (bound to job_id), read by `read` into out; BSO_ENOTFOUND
+ * when it has none. */
+static int load_job_row(struct bso_session *base, enum stmt_id which, const char *job_id,
+                        void (*read)(const struct bso_row *r, void *out), void *out,
+                        const char *what)
+{
+    struct params p = {.n = 0};
+    p_text(&p, job_id);
+    PGresult *r = run(ps(base), which, &p, what);
+    if (!r)
+        return BSO_EIO;
+    const int found = PQntuples(r) > 0;
+    if (found) {
+        const struct bso_row row = ROW(r, 0);
+        read(&row, out);
+    }
+    PQclear(r);
+    return found ? 0 : BSO_ENOTFOUND;
+}
+
+static void read_data_version(const struct bso_row *r, void *out)
+{
+    bso_column_read_data_version(r, out);
+}
+
+static int be_load_data_version(struct bso_session *base, const char *job_id,
+                                struct bso_data_version *v)
+{
+    return load_job_row(base, ST_LOAD_DATA_VERSION, job_id, read_data_version, v,
+                        "load data version");
+}
+
 static int be_add_progress(struct bso_session *base, const char *job_id, int64_t number,
                            const struct bso_progress_point *pt)
 {
@@ -1341,20 +1393,14 @@ static int be_import_trial(struct bso_session *base, const char *job_id,
     return run_done(ps(base), ST_IMPORT_TRIAL, &p, "import trial");
 }
 
+static void read_origin(const struct bso_row *r, void *out)
+{
+    bso_column_read_origin(r, out);
+}
+
 static int be_load_origin(struct bso_session *base, const char *job_id, struct bso_job_origin *o)
 {
-    struct params p = {.n = 0};
-    p_text(&p, job_id);
-    PGresult *r = run(ps(base), ST_LOAD_ORIGIN, &p, "load origin");
-    if (!r)
-        return BSO_EIO;
-    const int found = PQntuples(r) > 0;
-    if (found) {
-        const struct bso_row row = ROW(r, 0);
-        bso_column_read_origin(&row, o);
-    }
-    PQclear(r);
-    return found ? 0 : BSO_ENOTFOUND;
+    return load_job_row(base, ST_LOAD_ORIGIN, job_id, read_origin, o, "load origin");
 }
 
 static int be_list_power(struct bso_session *base, const char *job_id,
@@ -1546,6 +1592,8 @@ const struct bso_store_ops bso_postgres_ops = {
     .hardware.list_power = be_list_power,
     .hardware.save_origin = be_save_origin,
     .hardware.load_origin = be_load_origin,
+    .hardware.save_data_version = be_save_data_version,
+    .hardware.load_data_version = be_load_data_version,
     .tokens.insert = be_token_insert,
     .tokens.find = be_token_find,
     .tokens.list = be_token_list,

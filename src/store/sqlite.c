@@ -185,6 +185,12 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN first_mark REAL NOT NULL DEFAULT 0;\n",
     /* 19: when the user last said that the job changed (POST /jobs/ID/changed) */
     "ALTER TABLE bs_stat ADD COLUMN declared_mark REAL NOT NULL DEFAULT 0;\n",
+    /* 20: the version of the data a job last registered with (data_version) */
+    "CREATE TABLE job_data_version (\n"
+    "  job_id TEXT PRIMARY KEY REFERENCES job (job_id) ON DELETE CASCADE,\n"
+    "  version TEXT NOT NULL,\n"
+    "  since TEXT NOT NULL                     -- when it was first registered with it\n"
+    ");\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -222,6 +228,8 @@ enum stmt_id {
     ST_ADD_PROGRESS,
     ST_IMPORT_TRIAL,
     ST_LOAD_ORIGIN,
+    ST_SAVE_DATA_VERSION,
+    ST_LOAD_DATA_VERSION,
     ST_MARK_POWER,
     ST_LIST_POWER,
     ST_WAITING_TRIALS,
@@ -342,6 +350,9 @@ static const char *const stmt_sql[ST_COUNT] = {
         "INSERT INTO trial (job_id, trial_number, batch_size, type, status, start_timestamp,"
         " end_timestamp, time, energy, converged) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_LOAD_ORIGIN] = "SELECT from_job, sizes, transferred_at FROM job_origin WHERE job_id = ?1",
+    [ST_SAVE_DATA_VERSION] = "INSERT OR REPLACE INTO job_data_version (job_id, version, since)"
+                             " VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+    [ST_LOAD_DATA_VERSION] = "SELECT version, since FROM job_data_version WHERE job_id = ?1",
     [ST_LIST_POWER] = "SELECT batch_size, power_limit, measurements, device, measured_at"
                       " FROM power_profile WHERE job_id = ?1 ORDER BY batch_size",
     [ST_WAITING_TRIALS] = "SELECT job_id, trial_number, batch_size, start_timestamp FROM trial"
@@ -1491,6 +1502,48 @@ static int be_save_origin(struct bso_session *s, const char *job_id, const struc
     return step_done(s, st, "save origin");
 }
 
+static int be_save_data_version(struct bso_session *s, const char *job_id, const char *version)
+{
+    sqlite3_stmt *st = stmt(s, ST_SAVE_DATA_VERSION);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    bind_text(st, 2, version);
+    return step_done(s, st, "save data version");
+}
+
+/* A job's one row of statement `which` (bound to job_id), read by `read` into out; BSO_ENOTFOUND
+ * when it has none. */
+static int load_job_row(struct bso_session *s, enum stmt_id which, const char *job_id,
+                        void (*read)(const struct bso_row *r, void *out), void *out,
+                        const char *what)
+{
+    sqlite3_stmt *st = stmt(s, which);
+    if (!st)
+        return BSO_EIO;
+    bind_text(st, 1, job_id);
+    const int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const struct bso_row r = bso_sqlite_row(st);
+        read(&r, out);
+    }
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW)
+        return 0;
+    return rc == SQLITE_DONE ? BSO_ENOTFOUND : db_fail(s, what);
+}
+
+static void read_data_version(const struct bso_row *r, void *out)
+{
+    bso_column_read_data_version(r, out);
+}
+
+static int be_load_data_version(struct bso_session *s, const char *job_id,
+                                struct bso_data_version *v)
+{
+    return load_job_row(s, ST_LOAD_DATA_VERSION, job_id, read_data_version, v, "load data version");
+}
+
 static int be_add_progress(struct bso_session *s, const char *job_id, int64_t number,
                            const struct bso_progress_point *pt)
 {
@@ -1528,21 +1581,14 @@ static int be_import_trial(struct bso_session *s, const char *job_id, const stru
     return step_done(s, st, "import trial");
 }
 
+static void read_origin(const struct bso_row *r, void *out)
+{
+    bso_column_read_origin(r, out);
+}
+
 static int be_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o)
 {
-    sqlite3_stmt *st = stmt(s, ST_LOAD_ORIGIN);
-    if (!st)
-        return BSO_EIO;
-    bind_text(st, 1, job_id);
-    const int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        const struct bso_row r = bso_sqlite_row(st);
-        bso_column_read_origin(&r, o);
-    }
-    sqlite3_reset(st);
-    if (rc == SQLITE_ROW)
-        return 0;
-    return rc == SQLITE_DONE ? BSO_ENOTFOUND : db_fail(s, "load origin");
+    return load_job_row(s, ST_LOAD_ORIGIN, job_id, read_origin, o, "load origin");
 }
 
 static int be_list_power(struct bso_session *s, const char *job_id,
@@ -1719,6 +1765,8 @@ const struct bso_store_ops bso_sqlite_ops = {
     .hardware.list_power = be_list_power,
     .hardware.save_origin = be_save_origin,
     .hardware.load_origin = be_load_origin,
+    .hardware.save_data_version = be_save_data_version,
+    .hardware.load_data_version = be_load_data_version,
     .tokens.insert = be_token_insert,
     .tokens.find = be_token_find,
     .tokens.list = be_token_list,

@@ -614,6 +614,18 @@ int bso_session_add_progress(struct bso_session *s, const char *job_id, int64_t 
     return s->ops->trials.add_progress(s, job_id, number, pt); /* trial rows are not cached */
 }
 
+int bso_session_save_data_version(struct bso_session *s, const char *job_id, const char *version)
+{
+    return s->ops->hardware.save_data_version(s, job_id, version);
+}
+
+int bso_session_load_data_version(struct bso_session *s, const char *job_id,
+                                  struct bso_data_version *v)
+{
+    const int rc = ensure_tx(s);
+    return rc < 0 ? rc : s->ops->hardware.load_data_version(s, job_id, v);
+}
+
 int bso_session_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o)
 {
     const int rc = ensure_tx(s);

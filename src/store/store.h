@@ -225,6 +225,16 @@ struct bso_job_origin {
 int bso_session_save_origin(struct bso_session *s, const char *job_id,
                             const struct bso_job_origin *o);
 int bso_session_load_origin(struct bso_session *s, const char *job_id, struct bso_job_origin *o);
+/* The version of its data a job last registered with (data_version), and since when. */
+struct bso_data_version {
+    char version[BSO_DATA_VERSION_MAX + 1];
+    char since[40];
+};
+/* Records a new version (since now); reads it back, BSO_ENOTFOUND when the job never gave
+ * one. */
+int bso_session_save_data_version(struct bso_session *s, const char *job_id, const char *version);
+int bso_session_load_data_version(struct bso_session *s, const char *job_id,
+                                  struct bso_data_version *v);
 /* The chosen power limit of job_id's batch size; BSO_ENOTFOUND when it has no profile. */
 int bso_session_power_limit(struct bso_session *s, const char *job_id, int64_t batch_size,
                             double *limit_w);

@@ -114,6 +114,9 @@ struct bso_store_ops {
         int (*save_origin)(struct bso_session *s, const char *job_id,
                            const struct bso_job_origin *o);
         int (*load_origin)(struct bso_session *s, const char *job_id, struct bso_job_origin *o);
+        int (*save_data_version)(struct bso_session *s, const char *job_id, const char *version);
+        int (*load_data_version)(struct bso_session *s, const char *job_id,
+                                 struct bso_data_version *v);
     } hardware;
     /* API tokens (store.h), each in a transaction of its own. */
     struct {

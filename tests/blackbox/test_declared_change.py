@@ -1,5 +1,5 @@
 """A change the user declares: POST /jobs/ID/changed and `bso changed JOB` say that a job changed
-(new data, a new model version). What it learnt is kept; the next run at each size it knows
+(new data, a new model version), as does registering it again with another "data_version". What it learnt is kept; the next run at each size it knows
 decides whether the change matters there, so a rise that one run alone could never prove is
 found at once, while a job that was not told takes it for noise. The declaration survives a
 restart, shows in GET /jobs/ID and `bso show`, and bad requests get clear errors. Runs on SQLite
@@ -116,6 +116,47 @@ class DeclaredChange(unittest.TestCase):
             out = cli(srv, "show", "dc-same")
             self.assertIn("its user says (`bso changed`)", out.stdout)
             self.assertNotIn("the job may be changing", out.stdout)
+
+    def test_another_data_version_at_registration_is_a_change(self):
+        """A job registered with "data_version" (Zeus's clients register every run): the first
+        version is recorded, the same again changes nothing, another is a declared change; the
+        version is stored apart from the spec (Zeus's echo of it unchanged, no conflict), and a
+        bad one gets a 422 that names the field. Under the zeus policy it is only recorded."""
+        with Server() as srv:
+            self.assertEqual(srv.register({**spec("dc-v"), "data_version": "2026-11-01"})[0], 201)
+            for _ in range(6):
+                recur(srv, "dc-v")
+            job = srv.request("GET", "/jobs/dc-v")[1]
+            self.assertEqual(job["data_version"]["version"], "2026-11-01")
+            since = job["data_version"]["since"]
+            status, echo = srv.register({**spec("dc-v"), "data_version": "2026-11-01"})
+            self.assertEqual(status, 200)
+            self.assertNotIn("data_version", echo)
+            self.assertEqual(srv.register(spec("dc-v"))[0], 200)  # no version: nothing said
+            job = srv.request("GET", "/jobs/dc-v")[1]
+            self.assertIsNone(job["change_declared_at_trial"])
+            self.assertEqual(job["data_version"], {"version": "2026-11-01", "since": since})
+            srv.restart()
+            self.assertEqual(srv.register({**spec("dc-v"), "data_version": "2026-11-02"})[0], 200)
+            self.assertTrue(srv.wait_for_line("registered with data version 2026-11-02"))
+            job = srv.request("GET", "/jobs/dc-v")[1]
+            self.assertEqual(job["data_version"]["version"], "2026-11-02")
+            self.assertIsNotNone(job["change_declared_at_trial"])
+            # The new data needs 1.3x the epochs at 64: its next run finds it.
+            recur(srv, "dc-v", RISEN)
+            self.assertEqual(srv.request("GET", "/jobs/dc-v")[1]["change_detected_at_trial"],
+                             job["change_declared_at_trial"] + 1)
+            for bad in ("", 7, "x" * 256, ["a"]):
+                status, body = srv.register({**spec("dc-v"), "data_version": bad})
+                self.assertEqual(status, 422, bad)
+                self.assertEqual(body["detail"][0]["loc"], ["body", "data_version"])
+            self.assertEqual(srv.register({**spec("dc-z", policy="zeus"),
+                                           "data_version": "a"})[0], 201)
+            self.assertEqual(srv.register({**spec("dc-z", policy="zeus"),
+                                           "data_version": "b"})[0], 200)
+            job = srv.request("GET", "/jobs/dc-z")[1]
+            self.assertEqual(job["data_version"]["version"], "b")
+            self.assertIsNone(job["change_declared_at_trial"])
 
     def test_cli_and_errors(self):
         with Server() as srv:

@@ -255,6 +255,34 @@ class PythonClient(unittest.TestCase):
             zeus.declare_change()
         self.assertIn("zeus policy", str(e.exception))
 
+    def test_data_version(self):
+        """JobSpec(data_version=...) or BSO_DATA_VERSION: the job registers with the version of
+        its data; a run with another one declares the change (the server says since when)."""
+        self.assertNotIn("data_version", spec().to_dict())
+        with self.assertRaises(bso.BSOConfigError):
+            spec(data_version="")
+        opt = bso.BatchSizeOptimizer(ScriptedMonitor(), self.url,
+                                     spec(policy="bso", data_version="snap-1"))
+        opt.get_batch_size()
+        opt.on_train_begin()
+        for metric in (0.3, 0.4, 0.6):
+            opt.on_evaluate(metric)
+        job = self.srv.request("GET", "/jobs/test-client")[1]
+        self.assertEqual(job["data_version"]["version"], "snap-1")
+        self.assertIsNone(job["change_declared_at_trial"])
+        old = os.environ.get("BSO_DATA_VERSION")
+        os.environ["BSO_DATA_VERSION"] = "snap-2"
+        try:
+            bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(policy="bso"))
+        finally:
+            if old is None:
+                del os.environ["BSO_DATA_VERSION"]
+            else:
+                os.environ["BSO_DATA_VERSION"] = old
+        job = self.srv.request("GET", "/jobs/test-client")[1]
+        self.assertEqual(job["data_version"]["version"], "snap-2")
+        self.assertEqual(job["change_declared_at_trial"], 1)
+
     def test_batch_size_over_time(self):
         """A run whose batch size changes reports its samples and mean batch size; the trial
         shows one point per epoch, with each epoch's own batch size, and keeps them once the run
