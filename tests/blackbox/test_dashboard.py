@@ -136,6 +136,20 @@ class Dashboard(unittest.TestCase):
                     "metric": 0.95 if epoch >= need else 0.1, "current_epoch": epoch})
                 if a["stop_train"]:
                     break
+        # A bso job whose user said it changed (POST /jobs/ID/changed): its page says so, and
+        # not that a change is building (the declaration is why its sizes are close to one).
+        spec = dict(spec, job_id="declared-demo", job_id_prefix="declared")
+        cls.call("POST", "/jobs", spec)
+        for _ in range(3):
+            t = cls.get("/jobs/batch_size?job_id=declared-demo")
+            for epoch in range(1, 21):
+                a = cls.call("POST", "/report", {
+                    "job_id": "declared-demo", "batch_size": t["batch_size"],
+                    "trial_number": t["trial_number"], "time": 30.0 * epoch, "energy": 0.0,
+                    "metric": 0.95 if epoch >= 5 else 0.1, "current_epoch": epoch})
+                if a["stop_train"]:
+                    break
+        cls.call("POST", "/jobs/declared-demo/changed", {})
         cls.jobs = []
         for j in cls.get("/jobs")["jobs"]:
             job = cls.get("/jobs/" + j["job_id"])
@@ -147,7 +161,8 @@ class Dashboard(unittest.TestCase):
                              "diverged": sum(1 for b in job.get("batch_size_stats", [])
                                              if b["diverged"]),
                              "out_of_reach": job.get("target_out_of_reach") is not None,
-                             "building": max(
+                             "declared": job.get("change_declared_at_trial"),
+                             "building": None if job.get("change_declared_at_trial") else max(
                                  [(b["change_evidence"], b["batch_size"])
                                   for b in job.get("batch_size_stats", [])
                                   if b["change_evidence"] > 0.5] or [(0, None)])[1],
@@ -162,6 +177,7 @@ class Dashboard(unittest.TestCase):
         assert [j["job_id"] for j in cls.jobs if j["out_of_reach"]] == ["unreachable-demo"]
         assert [(j["job_id"], j["building"]) for j in cls.jobs if j["building"]] == [
             ("drift-demo", 64)]
+        assert [j["job_id"] for j in cls.jobs if j["declared"]] == ["declared-demo"]
 
     @classmethod
     def tearDownClass(cls):
@@ -190,7 +206,7 @@ class Dashboard(unittest.TestCase):
             if REQUIRED:
                 self.fail("chromium or playwright-core is missing (%s, %s)" % (CHROMIUM, MODULES))
             self.skipTest("no chromium or playwright-core here")
-        self.assertEqual(len(self.jobs), 10)
+        self.assertEqual(len(self.jobs), 11)
         self.assertEqual([j["progress_points"] for j in self.jobs if j["progress_points"]], [7])
         out_dir = os.environ.get("BSO_UI_ARTIFACTS") or tempfile.mkdtemp(prefix="bso-ui-")
         os.makedirs(out_dir, exist_ok=True)

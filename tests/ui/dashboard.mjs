@@ -78,6 +78,10 @@ try {
     check(job.building ? building !== null &&
       (await building.textContent()).includes(`the runs at batch size ${job.building} are`) : building === null,
       `${job.job_id}: ${job.building ? 'a change building at ' + job.building : 'no change building'}`);
+    const declared = await page.$('#declared');
+    check(job.declared ? declared !== null &&
+      (await declared.textContent()).includes(`changed after trial ${job.declared}, its user says`) : declared === null,
+      `${job.job_id}: ${job.declared ? 'a change its user declared' : 'no declared change'}`);
     const origin = await page.$('#origin a');
     check(job.origin ? origin !== null && (await origin.textContent()) === job.origin : origin === null,
       `${job.job_id}: ${job.origin ? 'transferred from ' + job.origin : 'no origin'}`);
