@@ -63,7 +63,8 @@ class Tokens(unittest.TestCase):
     def test_every_endpoint_needs_a_token_but_probes(self):
         for method, path in [("GET", "/jobs"), ("POST", "/jobs"), ("GET", "/jobs/x"),
                              ("GET", "/jobs/batch_size?job_id=x"), ("POST", "/report"),
-                             ("PATCH", "/trials"), ("DELETE", "/jobs?job_id=x")]:
+                             ("PATCH", "/trials"), ("DELETE", "/jobs?job_id=x"),
+                             ("POST", "/jobs/x/changed")]:
             with self.subTest(path=path):
                 status, data = self.call(method, path, {})
                 self.assertEqual(status, 401, data)
@@ -91,6 +92,7 @@ class Tokens(unittest.TestCase):
         # Another tenant: as if the job did not exist, everywhere.
         self.assertEqual(self.call("GET", "/jobs/test-iso", token=self.b)[0], 404)
         self.assertEqual(self.call("GET", "/jobs/test-iso/trials", token=self.b)[0], 404)
+        self.assertEqual(self.call("POST", "/jobs/test-iso/changed", {}, token=self.b)[0], 404)
         status, data = self.call("GET", "/jobs/batch_size?job_id=test-iso", token=self.b)
         self.assertEqual(status, 400)
         self.assertIn("Unknown job", data["message"])
