@@ -487,32 +487,31 @@ int bso_svc_follow_data_version(struct bso_session *s, const char *job_id, const
                                 bool *declared, char *msg)
 {
     *declared = false;
-    struct bso_job job;
-    int rc = load_for_write(s, job_id, &job, "register", msg);
+    int rc = bso_session_begin_write(s, job_id);
     if (rc < 0)
-        return rc;
+        return db_error(s, rc, "register", msg);
     struct bso_data_version last;
     rc = bso_session_load_data_version(s, job_id, &last);
-    if (rc == 0 && strcmp(last.version, version) == 0) {
-        bso_job_clear(&job);
-        return finish(s, 0, "register", msg);
-    }
-    if (rc < 0 && rc != BSO_ENOTFOUND) {
-        bso_job_clear(&job);
+    if (rc == 0 && strcmp(last.version, version) == 0)
+        return finish(s, 0, "register", msg); /* the same data: nothing to do */
+    if (rc < 0 && rc != BSO_ENOTFOUND)
         return finish(s, db_error(s, rc, "register", msg), "register", msg);
-    }
     /* The first version a job gives is only recorded: nothing says what came before it. */
-    const bool another = rc == 0;
-    rc = 0;
-    if (another && job.spec.policy == BSO_POLICY_BSO) {
-        bso_policy_declare_change(&job);
-        *declared = true;
-        if ((rc = bso_session_save(s, &job, BSO_CHANGED_ALL_STATS, NULL, false, 0)) < 0)
-            rc = db_error(s, rc, "register", msg);
+    if (rc == 0) {
+        struct bso_job job;
+        if ((rc = bso_session_load_job(s, job_id, 0, &job)) == 0) {
+            if (job.spec.policy == BSO_POLICY_BSO) {
+                bso_policy_declare_change(&job);
+                *declared = true;
+                rc = bso_session_save(s, &job, BSO_CHANGED_ALL_STATS, NULL, false, 0);
+            }
+            bso_job_clear(&job);
+        }
+        if (rc < 0)
+            return finish(s, db_error(s, rc, "register", msg), "register", msg);
     }
-    if (rc == 0 && (rc = bso_session_save_data_version(s, job_id, version)) < 0)
+    if ((rc = bso_session_save_data_version(s, job_id, version)) < 0)
         rc = db_error(s, rc, "register", msg);
-    bso_job_clear(&job);
     return finish(s, rc, "register", msg);
 }
 
