@@ -13,6 +13,8 @@ build=${1:-build/release}
 seeds=${2:-1-20}
 extra=${3:-} # split into words on purpose: several bso-sim arguments
 traces=${BSO_TRACES:-../shared/traces}
+work=$(mktemp -d) # each replay's files, replaced by the next; removed at the end
+trap 'rm -rf "$work"' EXIT
 echo "| change | zeus | bso | bso worst cell | no model (zeus / bso) |"
 echo "|---|---|---|---|---|"
 for c in "20:time=2.0@>opt" "20:time=2.0@<opt" "20:time=1.5@opt" "20:time=1.3@<=opt" \
@@ -21,7 +23,7 @@ for c in "20:time=2.0@>opt" "20:time=2.0@<opt" "20:time=1.5@opt" "20:time=1.3@<=
          "10:epochs=1.6@<=opt;30:epochs=0.625@<=opt" "2:epochs=2.0@<=opt" "2:epochs=2.0" \
          "25:epochs=3.0@<=opt" "25:epochs=3.0@>=opt"; do
     out=$("$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
-        --recurrences 60 --change "$c" $extra --out "$(mktemp -d)" | grep "after a change")
+        --recurrences 60 --change "$c" $extra --out "$work" | grep "after a change")
     echo "$out" | awk -v c="$c" '
         / zeus\// { z = $7; zn = $10 } / bso\// { b = $7; bw = $9; bn = $10 }
         END { gsub(",", "", z); gsub(",", "", b); gsub(",", "", bw)
