@@ -312,6 +312,9 @@ function jobView(job, trials) {
     origin.push(el('p', { id: 'changed', class: 'muted',
       text: `The job changed: found after trial ${job.change_detected_at_trial}; what was learnt before weighs as one run per size.` }));
 
+  if (job.data_version)
+    origin.push(el('p', { id: 'data-version', class: 'muted',
+      text: `Data version ${job.data_version.version} (since ${job.data_version.since}).` }));
   if (job.change_declared_at_trial)
     origin.push(el('p', { id: 'declared', class: 'muted',
       text: `The job changed after trial ${job.change_declared_at_trial}, its user says: the next run at each size it knows decides whether that matters there.` }));

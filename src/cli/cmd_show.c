@@ -185,11 +185,15 @@ int cmd_show(struct ctx *c)
         printf("the job changed: found at trial %" PRId64
                "; what was learnt before weighs as one run per size\n",
                (int64_t)json_integer_value(changed));
+    json_t *version = json_object_get(job, "data_version");
+    if (json_is_object(version))
+        printf("data version %s (since %s)\n", cli_str(version, "version"),
+               cli_str(version, "since"));
     json_t *declared = json_object_get(job, "change_declared_at_trial");
     if (json_is_integer(declared))
         printf("the job changed after trial %" PRId64
-               ", its user says (`bso changed`): the next run at each size it knows decides "
-               "whether that matters there\n",
+               ", its user says (`bso changed`, or a new data version): the next run at each "
+               "size it knows decides whether that matters there\n",
                (int64_t)json_integer_value(declared));
     json_t *out_of_reach = json_object_get(job, "target_out_of_reach");
     if (json_is_object(out_of_reach)) {

@@ -138,7 +138,7 @@ class Dashboard(unittest.TestCase):
                     break
         # A bso job whose user said it changed (POST /jobs/ID/changed): its page says so, and
         # not that a change is building (the declaration is why its sizes are close to one).
-        spec = dict(spec, job_id="declared-demo", job_id_prefix="declared")
+        spec = dict(spec, job_id="declared-demo", job_id_prefix="declared", data_version="v1")
         cls.call("POST", "/jobs", spec)
         for _ in range(3):
             t = cls.get("/jobs/batch_size?job_id=declared-demo")
@@ -162,6 +162,7 @@ class Dashboard(unittest.TestCase):
                                              if b["diverged"]),
                              "out_of_reach": job.get("target_out_of_reach") is not None,
                              "declared": job.get("change_declared_at_trial"),
+                             "data_version": (job.get("data_version") or {}).get("version"),
                              "building": None if job.get("change_declared_at_trial") else max(
                                  [(b["change_evidence"], b["batch_size"])
                                   for b in job.get("batch_size_stats", [])
@@ -178,6 +179,7 @@ class Dashboard(unittest.TestCase):
         assert [(j["job_id"], j["building"]) for j in cls.jobs if j["building"]] == [
             ("drift-demo", 64)]
         assert [j["job_id"] for j in cls.jobs if j["declared"]] == ["declared-demo"]
+        assert [j["data_version"] for j in cls.jobs if j["data_version"]] == ["v1"]
 
     @classmethod
     def tearDownClass(cls):

@@ -114,7 +114,7 @@ class DeclaredChange(unittest.TestCase):
             self.assertEqual(stats[64]["successes"], old[64]["successes"] + 3)
             self.assertEqual(stats[128]["successes"], old[128]["successes"])
             out = cli(srv, "show", "dc-same")
-            self.assertIn("its user says (`bso changed`)", out.stdout)
+            self.assertIn("its user says (`bso changed`, or a new data version)", out.stdout)
             self.assertNotIn("the job may be changing", out.stdout)
 
     def test_another_data_version_at_registration_is_a_change(self):
@@ -142,6 +142,9 @@ class DeclaredChange(unittest.TestCase):
             job = srv.request("GET", "/jobs/dc-v")[1]
             self.assertEqual(job["data_version"]["version"], "2026-11-02")
             self.assertIsNotNone(job["change_declared_at_trial"])
+            out = cli(srv, "show", "dc-v")
+            self.assertIn("data version 2026-11-02 (since ", out.stdout)
+            self.assertIn("its user says (`bso changed`, or a new data version)", out.stdout)
             # The new data needs 1.3x the epochs at 64: its next run finds it.
             recur(srv, "dc-v", RISEN)
             self.assertEqual(srv.request("GET", "/jobs/dc-v")[1]["change_detected_at_trial"],

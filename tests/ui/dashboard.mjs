@@ -82,6 +82,10 @@ try {
     check(job.declared ? declared !== null &&
       (await declared.textContent()).includes(`changed after trial ${job.declared}, its user says`) : declared === null,
       `${job.job_id}: ${job.declared ? 'a change its user declared' : 'no declared change'}`);
+    const version = await page.$('#data-version');
+    check(job.data_version ? version !== null &&
+      (await version.textContent()).includes(`Data version ${job.data_version} (since `) : version === null,
+      `${job.job_id}: ${job.data_version ? 'data version ' + job.data_version : 'no data version'}`);
     const origin = await page.$('#origin a');
     check(job.origin ? origin !== null && (await origin.textContent()) === job.origin : origin === null,
       `${job.job_id}: ${job.origin ? 'transferred from ' + job.origin : 'no origin'}`);
