@@ -358,18 +358,24 @@ static void decode_text(struct field_ctx *c, json_t *root, const char *name, boo
         bso_job_spec_set_text(spec, which, text, n, errs);
 }
 
-/* A job id in a field of BSO's own (transfer_from, from): a non-empty string of at most
- * BSO_JOB_ID_MAX bytes without NUL, into out. */
-static void job_id_field(struct field_ctx *c, json_t *v, const char *name, char *out, size_t cap)
+/* A text field of BSO's own: a non-empty string that fits out (cap bytes with its NUL) and has
+ * no NUL inside, into out; else the error `what` ("must be ..."). */
+static void text_field(struct field_ctx *c, json_t *v, const char *name, char *out, size_t cap,
+                       const char *what)
 {
-    const char *id = json_is_string(v) ? json_string_value(v) : NULL;
-    const size_t len = id ? json_string_length(v) : 0;
-    if (!id || len == 0 || len >= cap || strlen(id) != len) {
-        bso_details_add(c->ds, "body", name, -1, "value_error",
-                        "must be the id of a registered job (1 to 255 characters)");
+    const char *text = json_is_string(v) ? json_string_value(v) : NULL;
+    const size_t len = text ? json_string_length(v) : 0;
+    if (!text || len == 0 || len >= cap || strlen(text) != len) {
+        bso_details_add(c->ds, "body", name, -1, "value_error", what);
         return;
     }
-    memcpy(out, id, len + 1);
+    memcpy(out, text, len + 1);
+}
+
+/* A job id in a field of BSO's own (transfer_from, from): at most BSO_JOB_ID_MAX bytes. */
+static void job_id_field(struct field_ctx *c, json_t *v, const char *name, char *out, size_t cap)
+{
+    text_field(c, v, name, out, cap, "must be the id of a registered job (1 to 255 characters)");
 }
 
 int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, struct bso_details *ds)
@@ -456,16 +462,10 @@ int bso_decode_spec(const char *body, size_t len, struct bso_job_spec *spec, str
     if ((v = field(&c, root, "transfer_from", false)) && !json_is_null(v))
         job_id_field(&c, v, "transfer_from", spec->transfer_from, sizeof spec->transfer_from);
     /* And the version of the data this run trains on: another than last time is a change. */
-    if ((v = field(&c, root, "data_version", false)) && !json_is_null(v)) {
-        const char *dv = json_is_string(v) ? json_string_value(v) : NULL;
-        const size_t n = dv ? json_string_length(v) : 0;
-        if (!dv || n == 0 || n > BSO_DATA_VERSION_MAX || strlen(dv) != n)
-            bso_details_add(ds, "body", "data_version", -1, "value_error",
-                            "must be a string of 1 to 255 characters (the version of the data "
-                            "this run trains on)");
-        else
-            memcpy(spec->data_version, dv, n + 1);
-    }
+    if ((v = field(&c, root, "data_version", false)) && !json_is_null(v))
+        text_field(&c, v, "data_version", spec->data_version, sizeof spec->data_version,
+                   "must be a string of 1 to 255 characters (the version of the data this run "
+                   "trains on)");
     json_decref(root);
 
     /* Fields that failed to decode keep their decode error: a placeholder (no type) in the
