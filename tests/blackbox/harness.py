@@ -148,6 +148,27 @@ class Server:
     def delete(self, job_id):
         return self.request("DELETE", "/jobs?job_id=" + job_id)
 
+    def recur(self, job_id, epochs, per_epoch, max_epochs, launches=10):
+        """One recurrence of job_id as a client runs it: runs are launched until one reaches
+        the target (at most `launches`), each reported epoch by epoch until the server stops
+        it: batch size bs reaches at epoch epochs[bs], per_epoch[bs] seconds an epoch, energy 0.
+        Returns each run's (batch size, trial number)."""
+        runs = []
+        for _ in range(launches):
+            status, t = self.predict(job_id)
+            assert status == 200, t
+            bs, n = t["batch_size"], t["trial_number"]
+            runs.append((bs, n))
+            for e in range(1, max_epochs + 1):
+                status, a = self.report(job_id, bs, n, per_epoch[bs] * e, 0.0,
+                                        0.95 if e >= epochs[bs] else 0.1, e)
+                assert status == 200, a
+                if a["stop_train"]:
+                    break
+            if a["converged"]:
+                break
+        return runs
+
     def snapshot(self, job_id):
         """Everything the read API says about a job, for before/after comparisons."""
         return (self.request("GET", "/jobs?limit=1000"),

@@ -94,15 +94,8 @@ class Dashboard(unittest.TestCase):
         cls.call("POST", "/jobs", spec)
         for size_reaches in ({64: 5}, {}):
             t = cls.get("/jobs/batch_size?job_id=diverged-demo")
-            for epoch in range(1, 21):
-                a = cls.call("POST", "/report", {
-                    "job_id": "diverged-demo", "batch_size": t["batch_size"],
-                    "trial_number": t["trial_number"],
-                    "time": (100.0 if t["batch_size"] == 64 else 50.0) * epoch, "energy": 0.0,
-                    "metric": 0.95 if epoch >= size_reaches.get(t["batch_size"], 99) else 0.1,
-                    "current_epoch": epoch})
-                if a["stop_train"]:
-                    break
+            cls.report_run(t, "diverged-demo", size_reaches.get(t["batch_size"], 99),
+                    100.0 if t["batch_size"] == 64 else 50.0, 20)
         # A bso job whose target no size reaches within its max_epochs (3): after both sizes
         # failed, its page warns that the target is out of reach.
         spec = {"job_id": "unreachable-demo", "job_id_prefix": "unreachable",
@@ -112,11 +105,7 @@ class Dashboard(unittest.TestCase):
         cls.call("POST", "/jobs", spec)
         for _ in range(2):
             t = cls.get("/jobs/batch_size?job_id=unreachable-demo")
-            for epoch in range(1, 4):
-                a = cls.call("POST", "/report", {
-                    "job_id": "unreachable-demo", "batch_size": t["batch_size"],
-                    "trial_number": t["trial_number"], "time": 60.0 * epoch, "energy": 0.0,
-                    "metric": 0.1, "current_epoch": epoch})
+            a = cls.report_run(t, "unreachable-demo", 99, 60.0, 3)
             assert a["stop_train"] and not a["converged"]
         # A bso job whose best size, 64 (5 or 6 epochs), then needs 10: not yet a change found,
         # but its page says one is building at 64.
@@ -129,26 +118,14 @@ class Dashboard(unittest.TestCase):
             t = cls.get("/jobs/batch_size?job_id=drift-demo")
             need = (5 + at_64 % 2 if at_64 < 8 else 10) if t["batch_size"] == 64 else 12
             at_64 += t["batch_size"] == 64
-            for epoch in range(1, 21):
-                a = cls.call("POST", "/report", {
-                    "job_id": "drift-demo", "batch_size": t["batch_size"],
-                    "trial_number": t["trial_number"], "time": 30.0 * epoch, "energy": 0.0,
-                    "metric": 0.95 if epoch >= need else 0.1, "current_epoch": epoch})
-                if a["stop_train"]:
-                    break
+            cls.report_run(t, "drift-demo", need, 30.0, 20)
         # A bso job whose user said it changed (POST /jobs/ID/changed): its page says so, and
         # not that a change is building (the declaration is why its sizes are close to one).
         spec = dict(spec, job_id="declared-demo", job_id_prefix="declared", data_version="v1")
         cls.call("POST", "/jobs", spec)
         for _ in range(3):
             t = cls.get("/jobs/batch_size?job_id=declared-demo")
-            for epoch in range(1, 21):
-                a = cls.call("POST", "/report", {
-                    "job_id": "declared-demo", "batch_size": t["batch_size"],
-                    "trial_number": t["trial_number"], "time": 30.0 * epoch, "energy": 0.0,
-                    "metric": 0.95 if epoch >= 5 else 0.1, "current_epoch": epoch})
-                if a["stop_train"]:
-                    break
+            cls.report_run(t, "declared-demo", 5, 30.0, 20)
         cls.call("POST", "/jobs/declared-demo/changed", {})
         cls.jobs = []
         for j in cls.get("/jobs")["jobs"]:
@@ -184,6 +161,20 @@ class Dashboard(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.srv.__exit__(None, None, None)
+
+    @classmethod
+    def report_run(cls, t, job_id, reach, per_epoch, max_epochs):
+        """Reports trial t (a GET /jobs/batch_size answer) epoch by epoch, per_epoch seconds
+        an epoch and no energy, reaching the target at epoch `reach`, until the server stops
+        it or max_epochs; returns the last answer."""
+        for epoch in range(1, max_epochs + 1):
+            a = cls.call("POST", "/report", {
+                "job_id": job_id, "batch_size": t["batch_size"],
+                "trial_number": t["trial_number"], "time": per_epoch * epoch, "energy": 0.0,
+                "metric": 0.95 if epoch >= reach else 0.1, "current_epoch": epoch})
+            if a["stop_train"]:
+                break
+        return a
 
     @classmethod
     def call(cls, method, path, body):

@@ -1,9 +1,9 @@
 """A change the user declares: POST /jobs/ID/changed and `bso changed JOB` say that a job changed
-(new data, a new model version), as does registering it again with another "data_version". What it learnt is kept; the next run at each size it knows
-decides whether the change matters there, so a rise that one run alone could never prove is
-found at once, while a job that was not told takes it for noise. The declaration survives a
-restart, shows in GET /jobs/ID and `bso show`, and bad requests get clear errors. Runs on SQLite
-and on PostgreSQL."""
+(new data, a new model version), as does registering it again with another "data_version".
+What it learnt is kept; the next run at each size it knows decides whether the change matters
+there, so a rise that one run alone could never prove is found at once, while a job that was
+not told takes it for noise. The declaration survives a restart, shows in GET /jobs/ID and
+`bso show`, and bad requests get clear errors. Runs on SQLite and on PostgreSQL."""
 import json
 import os
 import subprocess
@@ -26,23 +26,9 @@ def spec(job_id, policy="bso"):
 
 
 def recur(srv, job_id, epochs=EPOCHS):
-    """One recurrence: runs are launched until one reaches (energy 0, cost = 150 x time).
-    Returns the (batch size, trial number) of each run."""
-    runs = []
-    for _ in range(8):
-        status, t = srv.predict(job_id)
-        assert status == 200, t
-        bs, n = t["batch_size"], t["trial_number"]
-        runs.append((bs, n))
-        for e in range(1, 21):
-            status, a = srv.report(job_id, bs, n, PER_EPOCH[bs] * e, 0.0,
-                                   0.95 if e >= epochs[bs] else 0.1, e)
-            assert status == 200, a
-            if a["stop_train"]:
-                break
-        if a["converged"]:
-            return runs
-    return runs
+    """One recurrence (energy 0, cost = 150 x time). Returns each run's (batch size, trial
+    number)."""
+    return srv.recur(job_id, epochs, PER_EPOCH, max_epochs=20)
 
 
 def cli(srv, *args):
