@@ -1449,7 +1449,6 @@ static void test_rescue_weighs_how_often_a_size_reaches(void **state)
     bso_job_clear(&job);
 }
 
-/* Size i's first run went on: its first epoch cost `first`, its later ones `steady` each. */
 /* 64 reached twenty times in 8 epochs, 128 five times in 18 (twice 64's epochs: steps that stay
  * the same), 256 was passed over after one epoch at a third of 64's cost per epoch. Then 64
  * misses (the alarm) and so does 128, known only from before: nothing has reached since the
@@ -1481,6 +1480,7 @@ static void test_rescue_goes_by_the_epochs_from_before_when_nothing_reached_sinc
     bso_job_clear(&job);
 }
 
+/* Size i's first run went on: its first epoch cost `first`, its later ones `steady` each. */
 static void set_warm_pair(struct bso_job *job, size_t i, double first, double steady)
 {
     job->stats[i].warm_first_sum = first;
