@@ -977,6 +977,42 @@ static void test_run_stopped_for_its_cost_confirms_a_drift(void **state)
     }
 }
 
+/* 64 reached three times and 128 six times, each in exactly 3 epochs; then both need 4, and
+ * they run in turn (sentiment140 after epochs x1.3 at and above its optimum). Each run of 4
+ * that counted in the run-to-run spread widened what the next was held to, so the shift
+ * surprised less with every run, and eight runs did not raise the alarm. A drift half-way to
+ * its alarm keeps its runs out of that spread: the alarm comes within six runs, three at each
+ * size. Without the shift, no alarm. */
+static int runs_until_a_shift_at_two_sizes_alarms(int64_t shifted)
+{
+    struct bso_job job;
+    start_all(&job, BSO_BS_FAILED);
+    double t = 1;
+    for (int r = 0; r < 6; r++) {
+        if (r < 3)
+            observe_at(&job, 2, t++, 3, 100, BSO_RUN_REACHED);
+        observe_at(&job, 3, t++, 3, 90, BSO_RUN_REACHED);
+    }
+    assert_false(any_change_mark(&job));
+    int runs = 0;
+    while (!any_change_mark(&job) && runs < 8) {
+        observe_at(&job, 2 + (size_t)(runs % 2), t++, shifted, runs % 2 ? 90 : 100,
+                   BSO_RUN_REACHED);
+        runs++;
+    }
+    const int found = any_change_mark(&job) ? runs : -1;
+    bso_job_clear(&job);
+    return found;
+}
+
+static void test_shift_at_two_sizes_in_turn_is_found(void **state)
+{
+    (void)state;
+    const int runs = runs_until_a_shift_at_two_sizes_alarms(4);
+    assert_true(runs > 0 && runs <= 6);
+    assert_int_equal(runs_until_a_shift_at_two_sizes_alarms(3), -1);
+}
+
 /* Size 64 (10 epochs at 40 an epoch: 400, the best by far; 128 reaches in 14 at 70: 980) ran
  * `history` (R: reached, M: ran to max_epochs without reaching), then misses in a row until
  * its failures raise the alarm; 128 then trains that recurrence's model. Returns how often in
@@ -2159,6 +2195,7 @@ int main(void)
         cmocka_unit_test(test_change_detected_and_search_reopened),
         cmocka_unit_test(test_change_evidence_builds_before_the_alarm),
         cmocka_unit_test(test_run_stopped_for_its_cost_confirms_a_drift),
+        cmocka_unit_test(test_shift_at_two_sizes_in_turn_is_found),
         cmocka_unit_test(test_run_stopped_by_the_change_does_not_bound_the_search),
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),

@@ -71,8 +71,10 @@ double bso_policy_sample_cost(const struct bso_job *job, size_t i);
 /* The pooled run-to-run variance of log epochs. */
 double bso_policy_pooled_cv2(const struct bso_job *job);
 /* Each size's posterior mean and sd of log epochs (NAN where none reached), and the pooled
- * run-to-run variance of log epochs. Arrays of n_batch_sizes. */
-void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *sd_log, double *cv2);
+ * run-to-run variance of log epochs, that without the runs of the streaks `drifting` marks
+ * (n_batch_sizes flags, or NULL: every run counts). Arrays of n_batch_sizes. */
+void bso_policy_posterior(const struct bso_job *job, const bool *drifting, double *mean_log,
+                          double *sd_log, double *cv2);
 /* A weighted least-squares line y = icpt + slope * x, accumulated point by point. */
 struct bso_line_fit {
     double w, x, y, xx, xy;

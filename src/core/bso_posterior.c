@@ -37,20 +37,35 @@
 
 /* The relative spread of a size's epochs-to-target from run to run, as a variance of log
  * epochs, pooled over sizes (each run beyond a size's first is one degree of freedom), with
- * BSO_PRIOR_CV worth PRIOR_RUNS runs. */
-double bso_policy_pooled_cv2(const struct bso_job *job)
+ * BSO_PRIOR_CV worth PRIOR_RUNS runs; without the runs of the streaks that `drifting` marks
+ * (NULL: none), where at least two runs from before the streak are left to tell the size's
+ * spread, and not under a window (its sums hold only the window's runs, and a streak's may
+ * reach past them). */
+static double pooled_cv2(const struct bso_job *job, const bool *drifting)
 {
     double sq = PRIOR_RUNS * BSO_PRIOR_CV * BSO_PRIOR_CV, dof = PRIOR_RUNS;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         const struct bso_bs_stat *s = &job->stats[i];
-        if (s->successes < 2)
+        double n = (double)s->successes, sum = s->sum_epochs, sum_sq = s->sum_sq_epochs;
+        if (drifting && drifting[i] && s->streak_runs > 0 && s->streak_runs < n - 1 &&
+            s->n_window == 0) {
+            n -= s->streak_runs;
+            sum -= s->streak_sum_epochs;
+            sum_sq -= s->streak_sum_sq_epochs;
+        }
+        if (n < 2)
             continue;
-        const double m = bso_bs_mean_epochs(s);
-        const double ss = s->sum_sq_epochs - (double)s->successes * m * m;
+        const double m = sum / n;
+        const double ss = sum_sq - n * m * m;
         sq += ss > 0 ? ss / (m * m) : 0;
-        dof += (double)(s->successes - 1);
+        dof += n - 1;
     }
     return sq / dof;
+}
+
+double bso_policy_pooled_cv2(const struct bso_job *job)
+{
+    return pooled_cv2(job, NULL);
 }
 
 void bso_fit_add(struct bso_line_fit *f, double x, double y, double w)
@@ -137,13 +152,11 @@ static double common_shift(const struct bso_job *job, double cv2)
     return mean;
 }
 
-/* The posterior of each size's mean log epochs, and the pooled run-to-run variance of log
- * epochs (*cv2); see bso_policy_epochs_posterior. */
-void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *sd_log,
-                          double *cv2_out)
+void bso_policy_posterior(const struct bso_job *job, const bool *drifting, double *mean_log,
+                          double *sd_log, double *cv2_out)
 {
     const size_t n = job->spec.n_batch_sizes;
-    const double cv2 = bso_policy_pooled_cv2(job);
+    const double cv2 = pooled_cv2(job, drifting);
     /* Sizes known only from before the job changed are moved as far as every size that reached
      * since says it moved them (common_shift; a guess, which their next run tests). */
     const double shift = common_shift(job, cv2);
@@ -199,5 +212,5 @@ void bso_policy_posterior(const struct bso_job *job, double *mean_log, double *s
 void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, double *sd_log)
 {
     double cv2;
-    bso_policy_posterior(job, mean_log, sd_log, &cv2);
+    bso_policy_posterior(job, NULL, mean_log, sd_log, &cv2);
 }
