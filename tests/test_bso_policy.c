@@ -1069,6 +1069,54 @@ static void reach_until_the_alarm(struct bso_job *job, size_t i, int64_t epochs,
     }
 }
 
+/* 64 and 128 reached in 4 to 7 epochs, run to run (64 at 100 an epoch, 128 at 70, the best);
+ * then 128's epochs double, and the alarm comes. Since the change 128 reached three times in
+ * exactly 8 epochs (560), and 64 once in an unlucky 7 (700, though it needs some 5: 500). The
+ * runs since the change alone make the spread small (three runs that agree), and Thompson
+ * sampling all but holds to 128; the runs forgotten at the change still tell how far one run
+ * strays (movielens-1m after its epochs doubled at 16384), and 64 is drawn again, some five
+ * times as often. Returns how often in 400 choices, with that memory or without it. The other
+ * sizes do not fit. */
+static int unlucky_size_chosen_after_a_change(bool remember)
+{
+    static const int64_t before64[] = {4, 5, 7, 4, 6, 5}, before128[] = {5, 4, 6, 4, 5, 7};
+    struct bso_job job;
+    start_all(&job, BSO_BS_INFEASIBLE); /* nothing else to search */
+    double t = 1;
+    for (int r = 0; r < 6; r++) {
+        observe_at(&job, 2, t++, before64[r], 100, BSO_RUN_REACHED);
+        observe_at(&job, 3, t++, before128[r], 70, BSO_RUN_REACHED);
+    }
+    assert_false(any_change_mark(&job));
+    reach_until_the_alarm(&job, 3, 8, 70, (int64_t)t);
+    t = (double)job.last_trial_number + 1;
+    /* What the change made them forget: 64's six runs (4 to 7 epochs, a spread of some 20%),
+     * and 128's, with those of 8 before the alarm (the alarm's own joins 128's new start). */
+    assert_true(job.stats[2].past_spread_dof == 5);
+    assert_true(job.stats[3].past_spread_dof == (double)job.stats[3].total_successes - 2);
+    const double cv2_64 = job.stats[2].past_spread_ss / 5;
+    assert_true(cv2_64 > 0.15 * 0.15 && cv2_64 < 0.3 * 0.3);
+    observe_at(&job, 2, t++, 7, 100, BSO_RUN_REACHED);
+    while (job.stats[3].successes < 3)
+        observe_at(&job, 3, t++, 8, 70, BSO_RUN_REACHED);
+    if (!remember)
+        for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+            job.stats[i].past_spread_ss = job.stats[i].past_spread_dof = 0;
+    const int chosen = times_chosen(&job, 64, 400);
+    bso_job_clear(&job);
+    return chosen;
+}
+
+static void test_spread_before_a_change_carries_over_to_thompson_sampling(void **state)
+{
+    (void)state;
+    const int with = unlucky_size_chosen_after_a_change(true);
+    const int without = unlucky_size_chosen_after_a_change(false);
+    print_message("64 chosen %d of 400 (without the spread from before: %d)\n", with, without);
+    assert_true(with > 2 * without);
+    assert_true(with >= 12); /* some 5% of draws: one run in 7 is no proof against it */
+}
+
 /* Size `failed` ran to max_epochs (20) at `per_failed` without reaching, as trial t; size
  * `good` had reached in `epochs` epochs at `per` (four runs) and trains that recurrence's
  * model after it. Returns the size the policy hands out next. */
@@ -2196,6 +2244,7 @@ int main(void)
         cmocka_unit_test(test_change_evidence_builds_before_the_alarm),
         cmocka_unit_test(test_run_stopped_for_its_cost_confirms_a_drift),
         cmocka_unit_test(test_shift_at_two_sizes_in_turn_is_found),
+        cmocka_unit_test(test_spread_before_a_change_carries_over_to_thompson_sampling),
         cmocka_unit_test(test_run_stopped_by_the_change_does_not_bound_the_search),
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),

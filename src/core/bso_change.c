@@ -99,6 +99,18 @@ static void keep_streak(const struct bso_job *job, struct bso_bs_stat *s)
     s->cost_sum = isfinite(per) ? per * (double)n * m : 0;
 }
 
+/* Size s forgets its runs at a change (those before its streak where `before_streak`): their
+ * spread joins what the job's changes made it forget (past_spread_ss, the spread Thompson
+ * sampling starts from after a change). The runs of a drift that built up to the alarm count
+ * too: leaving them out as the change rather than noise did worse (docs/policy.md). */
+static void remember_spread(struct bso_bs_stat *s, bool before_streak)
+{
+    double ss, dof;
+    bso_policy_size_spread(s, before_streak, &ss, &dof);
+    s->past_spread_ss += ss;
+    s->past_spread_dof += dof;
+}
+
 /* The job changed (size i's runs said so): what was learnt before weighs as one run per size,
  * so the runs to come decide; sizes ruled out are open to the search again, each with its
  * measured cost per epoch; size i starts over from the run that showed the change, unless
@@ -130,18 +142,25 @@ static void forget(struct bso_job *job, size_t i, double since, bool i_stays)
             s->pre_change_epochs = 0; /* known from after the change: nothing to compare */
             s->change_mark = since > 0 ? since : 1;
             if ((s->drift_up > 0 || s->drift_down > 0) && s->streak_runs > 0 &&
-                s->streak_runs < (double)s->successes)
+                s->streak_runs < (double)s->successes) {
+                if (s->streak_runs < (double)s->successes - 1)
+                    remember_spread(s, true); /* the runs before its streak */
                 keep_streak(job, s);
+            }
             s->drift_up = s->drift_down = 0;
             end_streak(s);
             continue;
         }
+        const bool starts_over = k == i && !i_stays;
+        const bool keeps_sums =
+            !starts_over && (s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE);
+        if (!keeps_sums) /* its runs are forgotten below: it starts over, or keeps their mean */
+            remember_spread(s, false);
         s->drift_up = s->drift_down = s->drift_fail = s->misses = 0;
         end_streak(s);
         s->censored_epochs = 0;
         s->change_mark = (double)job->last_trial_number;
-        const bool starts_over = k == i && !i_stays;
-        if (starts_over || s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE) {
+        if (starts_over || keeps_sums) {
             if (starts_over) { /* one epoch of its cost stays, weighed with the run's */
                 bso_bs_clear_epochs(s);
                 s->runs = 1;

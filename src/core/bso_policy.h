@@ -101,6 +101,12 @@ struct bso_bs_stat {
      * (bso_policy_declare_change; the same at every size), 0: never. The alarm that such a
      * declaration leads to places the change there: runs before it are from before. */
     double declared_mark;
+    /* The run-to-run spread of the runs this size forgot at the job's changes (bso_change.c,
+     * forget), as the pooled spread counts it: their relative sum of squares about their mean,
+     * and its degrees of freedom. A change moves the epochs sizes need, not how much runs of
+     * the job vary: Thompson sampling after a change starts from this spread instead of the
+     * prior's (bso_posterior.c). */
+    double past_spread_ss, past_spread_dof;
     /* Epochs-to-target this size needed in the job this one was transferred from (other
      * hardware; epochs do not depend on it), until the size reaches here: then it joins the
      * size's runs as one run more. 0: none. */

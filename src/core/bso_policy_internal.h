@@ -75,6 +75,22 @@ double bso_policy_pooled_cv2(const struct bso_job *job);
  * (n_batch_sizes flags, or NULL: every run counts). Arrays of n_batch_sizes. */
 void bso_policy_posterior(const struct bso_job *job, const bool *drifting, double *mean_log,
                           double *sd_log, double *cv2);
+/* The posterior Thompson sampling draws from: as bso_policy_epochs_posterior, but after a
+ * change the pooled spread starts from the spread of the runs the change made the sizes
+ * forget (past_spread_ss), not from BSO_PRIOR_CV. The runs since a change are few, and where
+ * the epochs are whole numbers they often agree exactly (movielens-1m's 16384 at 8, 8, 8, 8
+ * after its epochs doubled), so a spread from them alone shrinks toward nothing and holds
+ * Thompson sampling to a size that one unlucky run made look dear. The change detector keeps
+ * the plain prior (docs/policy.md, "Thompson sampling after a change"). */
+void bso_policy_sampling_posterior(const struct bso_job *job, double *mean_log, double *sd_log);
+/* Size s's share of the pooled run-to-run spread: the relative sum of squares of its epochs
+ * about their mean (*ss, a variance of log epochs times its degrees of freedom) and its
+ * degrees of freedom (*dof: one per run beyond the first; both 0 under two runs). Without the
+ * runs of its streak where `without_streak` and at least two runs from before the streak are
+ * left to tell the size's spread; not under a window (its sums hold only the window's runs,
+ * and a streak's may reach past them). */
+void bso_policy_size_spread(const struct bso_bs_stat *s, bool without_streak, double *ss,
+                            double *dof);
 /* A weighted least-squares line y = icpt + slope * x, accumulated point by point. */
 struct bso_line_fit {
     double w, x, y, xx, xy;

@@ -35,37 +35,51 @@
  * ("Limited translation after a change" in docs/policy.md). */
 #define MAX_PULL_SE 1.0
 
-/* The relative spread of a size's epochs-to-target from run to run, as a variance of log
- * epochs, pooled over sizes (each run beyond a size's first is one degree of freedom), with
- * BSO_PRIOR_CV worth PRIOR_RUNS runs; without the runs of the streaks that `drifting` marks
- * (NULL: none), where at least two runs from before the streak are left to tell the size's
- * spread, and not under a window (its sums hold only the window's runs, and a streak's may
- * reach past them). */
-static double pooled_cv2(const struct bso_job *job, const bool *drifting)
+void bso_policy_size_spread(const struct bso_bs_stat *s, bool without_streak, double *ss,
+                            double *dof)
 {
-    double sq = PRIOR_RUNS * BSO_PRIOR_CV * BSO_PRIOR_CV, dof = PRIOR_RUNS;
+    double n = (double)s->successes, sum = s->sum_epochs, sum_sq = s->sum_sq_epochs;
+    if (without_streak && s->streak_runs > 0 && s->streak_runs < n - 1 && s->n_window == 0) {
+        n -= s->streak_runs;
+        sum -= s->streak_sum_epochs;
+        sum_sq -= s->streak_sum_sq_epochs;
+    }
+    *ss = *dof = 0;
+    if (n < 2)
+        return;
+    const double m = sum / n;
+    const double d = sum_sq - n * m * m;
+    *ss = d > 0 ? d / (m * m) : 0;
+    *dof = n - 1;
+}
+
+/* The relative spread of a size's epochs-to-target from run to run, as a variance of log
+ * epochs, pooled over sizes (each run beyond a size's first is one degree of freedom), with a
+ * prior worth PRIOR_RUNS runs: BSO_PRIOR_CV, or where `past` the spread of the runs forgotten
+ * at the job's changes, if any were (past_spread_ss); without the runs of the streaks that
+ * `drifting` marks (NULL: none: bso_policy_size_spread). */
+static double pooled_cv2(const struct bso_job *job, const bool *drifting, bool past)
+{
+    double prior = BSO_PRIOR_CV * BSO_PRIOR_CV, past_ss = 0, past_dof = 0;
+    for (size_t i = 0; past && i < job->spec.n_batch_sizes; i++) {
+        past_ss += job->stats[i].past_spread_ss;
+        past_dof += job->stats[i].past_spread_dof;
+    }
+    if (past_dof > 0)
+        prior = past_ss / past_dof;
+    double sq = PRIOR_RUNS * prior, dof = PRIOR_RUNS;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        const struct bso_bs_stat *s = &job->stats[i];
-        double n = (double)s->successes, sum = s->sum_epochs, sum_sq = s->sum_sq_epochs;
-        if (drifting && drifting[i] && s->streak_runs > 0 && s->streak_runs < n - 1 &&
-            s->n_window == 0) {
-            n -= s->streak_runs;
-            sum -= s->streak_sum_epochs;
-            sum_sq -= s->streak_sum_sq_epochs;
-        }
-        if (n < 2)
-            continue;
-        const double m = sum / n;
-        const double ss = sum_sq - n * m * m;
-        sq += ss > 0 ? ss / (m * m) : 0;
-        dof += n - 1;
+        double ss, n1;
+        bso_policy_size_spread(&job->stats[i], drifting && drifting[i], &ss, &n1);
+        sq += ss;
+        dof += n1;
     }
     return sq / dof;
 }
 
 double bso_policy_pooled_cv2(const struct bso_job *job)
 {
-    return pooled_cv2(job, NULL);
+    return pooled_cv2(job, NULL, false);
 }
 
 void bso_fit_add(struct bso_line_fit *f, double x, double y, double w)
@@ -152,11 +166,13 @@ static double common_shift(const struct bso_job *job, double cv2)
     return mean;
 }
 
-void bso_policy_posterior(const struct bso_job *job, const bool *drifting, double *mean_log,
-                          double *sd_log, double *cv2_out)
+/* bso_policy_posterior, with the pooled spread's prior from the runs forgotten at the job's
+ * changes where `past` (pooled_cv2). */
+static void posterior(const struct bso_job *job, const bool *drifting, bool past, double *mean_log,
+                      double *sd_log, double *cv2_out)
 {
     const size_t n = job->spec.n_batch_sizes;
-    const double cv2 = pooled_cv2(job, drifting);
+    const double cv2 = pooled_cv2(job, drifting, past);
     /* Sizes known only from before the job changed are moved as far as every size that reached
      * since says it moved them (common_shift; a guess, which their next run tests). */
     const double shift = common_shift(job, cv2);
@@ -209,8 +225,20 @@ void bso_policy_posterior(const struct bso_job *job, const bool *drifting, doubl
     *cv2_out = cv2;
 }
 
+void bso_policy_posterior(const struct bso_job *job, const bool *drifting, double *mean_log,
+                          double *sd_log, double *cv2)
+{
+    posterior(job, drifting, false, mean_log, sd_log, cv2);
+}
+
 void bso_policy_epochs_posterior(const struct bso_job *job, double *mean_log, double *sd_log)
 {
     double cv2;
-    bso_policy_posterior(job, NULL, mean_log, sd_log, &cv2);
+    posterior(job, NULL, false, mean_log, sd_log, &cv2);
+}
+
+void bso_policy_sampling_posterior(const struct bso_job *job, double *mean_log, double *sd_log)
+{
+    double cv2;
+    posterior(job, NULL, true, mean_log, sd_log, &cv2);
 }

@@ -73,7 +73,7 @@ int bso_policy_thompson(struct bso_job *job)
 {
     double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
     double draws[BSO_MAX_BATCH_SIZES];
-    bso_policy_epochs_posterior(job, mean_log, sd_log);
+    bso_policy_sampling_posterior(job, mean_log, sd_log);
     const double change = (double)bso_policy_change_trial(job);
     int f = -2; /* the best since the change, once a failed size or a stale one needs it */
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {

@@ -172,6 +172,8 @@ const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE] = {
     STAT(first_epochs),
     STAT(first_mark),
     STAT(declared_mark),
+    STAT(past_spread_ss),
+    STAT(past_spread_dof),
 };
 
 double *bso_column_stat_field(struct bso_bs_stat *b, size_t at)

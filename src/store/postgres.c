@@ -195,6 +195,9 @@ static const char *const migrations[] = {
     "  version TEXT NOT NULL,\n"
     "  since TEXT NOT NULL                     -- when it was first registered with it\n"
     ");\n",
+    /* 21: the spread of the runs each size forgot at the job's changes */
+    "ALTER TABLE bs_stat ADD COLUMN past_spread_ss DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN past_spread_dof DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -318,7 +321,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
         " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
-        " first_mark, declared_mark, recent_epochs FROM bs_stat WHERE job_id = $1",
+        " first_mark, declared_mark, past_spread_ss, past_spread_dof, recent_epochs FROM bs_stat"
+        " WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
         " sum_epochs, sum_sq_epochs, min_epochs, cost_sum, epochs_sum, censored_epochs,"
@@ -326,10 +330,11 @@ static const char *const stmt_sql[ST_COUNT] = {
         " profile_joules_per_sample, drift_up, drift_down, success_mark, fail_mark, change_mark,"
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
-        " first_epochs, first_mark, declared_mark, recent_epochs)"
+        " first_epochs, first_mark, declared_mark, past_spread_ss, past_spread_dof,"
+        " recent_epochs)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
         " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34,"
-        " $35, $36, $37)"
+        " $35, $36, $37, $38, $39)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -349,7 +354,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " cost_shift = EXCLUDED.cost_shift, pre_change_epochs = EXCLUDED.pre_change_epochs,"
         " misses = EXCLUDED.misses, misses_before_reaching = EXCLUDED.misses_before_reaching,"
         " first_epochs = EXCLUDED.first_epochs, first_mark = EXCLUDED.first_mark,"
-        " declared_mark = EXCLUDED.declared_mark,"
+        " declared_mark = EXCLUDED.declared_mark, past_spread_ss = EXCLUDED.past_spread_ss,"
+        " past_spread_dof = EXCLUDED.past_spread_dof,"
         " recent_epochs = EXCLUDED.recent_epochs",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
