@@ -1268,6 +1268,40 @@ static void test_size_that_reached_since_the_change_is_not_a_step_of_the_search(
     bso_job_clear(&job);
 }
 
+/* 64 was the best (10 epochs at 100), 256 reached once (24 at 85), 128 was passed over after a
+ * one-epoch probe and 32 never ran (16 does not fit). Then the epochs double at 64 and above:
+ * 64's run raises the alarm (20 epochs), 128 reaches in 36 at 55 (1980, now the best since the
+ * change) and 256 in `epochs256`. The search from 128 stops at 64 below it, whose only run since
+ * is the one that found the change, unless the change is seen to reach past 64 on 128's side
+ * (256 needs twice its old epochs): then a change over a range of sizes may have spared those
+ * beyond 64, and 32 is probed. Returns the size handed out next. */
+static int64_t next_after_a_change_above(int64_t epochs256)
+{
+    struct bso_job job;
+    start(&job);
+    job.stats[0].status = BSO_BS_INFEASIBLE;
+    set_reached(&job, 2, 10, 10, 100, 20);
+    set_reached(&job, 4, 1, 24, 85, 5);
+    struct bso_bs_stat *s128 = &job.stats[3];
+    s128->status = BSO_BS_PASSED;
+    s128->runs = s128->total_runs = 1;
+    s128->epochs_sum = 1;
+    s128->cost_sum = 55;
+    reach_until_the_alarm(&job, 2, 20, 100, 21);
+    const double t = (double)job.last_trial_number;
+    observe_at(&job, 3, t + 1, 36, 55, BSO_RUN_REACHED);
+    observe_at(&job, 4, t + 2, epochs256, 85, BSO_RUN_REACHED);
+    assert_int_equal(bso_policy_best_good(&job, true), 3);
+    return choose_and_clear(&job);
+}
+
+static void test_search_looks_past_the_alarm_where_the_change_reaches_the_other_way(void **state)
+{
+    (void)state;
+    assert_int_equal(next_after_a_change_above(48), 32);
+    assert_true(next_after_a_change_above(24) != 32); /* 256 unchanged: 64 ends the search */
+}
+
 /* The job changed at trial 20: 32 (10 epochs x 80) is the best since, 64 and 128 reached since
  * at `per64` and `per128` a epoch, and 256 is known only from before (10 x 60: the cheapest,
  * if that still held). Nothing is left to search. How often in 400 choices 256 is handed
@@ -2260,6 +2294,7 @@ int main(void)
         cmocka_unit_test(test_search_steps_one_octave_after_a_change),
         cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),
         cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
+        cmocka_unit_test(test_search_looks_past_the_alarm_where_the_change_reaches_the_other_way),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),

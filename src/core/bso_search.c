@@ -138,6 +138,39 @@ static int transferred_beyond(const struct bso_job *job, double best_cost)
     return pick;
 }
 
+/* Whether the job's last change reaches past size a on side dir: a size there, run since the
+ * change and known from before it, needs more epochs than it did, by more than two spreads (its
+ * mean's and one run's, as common_shift tests). */
+static bool change_reaches(const struct bso_job *job, int a, int dir)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    double cv2 = -1;
+    for (int k = a + dir; k >= 0 && k < n; k += dir) {
+        const struct bso_bs_stat *s = &job->stats[k];
+        if (!(s->pre_change_epochs > 0) || s->successes == 0 || !bso_policy_fresh(job, (size_t)k))
+            continue;
+        if (cv2 < 0)
+            cv2 = bso_policy_pooled_cv2(job); /* once, and only when a size can tell */
+        const double shift = log(bso_bs_mean_epochs(s) / s->pre_change_epochs);
+        if (shift > 2 * sqrt(cv2 * (1 / (double)s->successes + 1)))
+            return true;
+    }
+    return false;
+}
+
+/* Whether size `edge`, on side dir of the best, ends the search that way. The size whose run
+ * found the change (while that is its only run since) does not where the change is seen to reach
+ * past it on the best's side: a change hits a range of sizes, and one that reaches from the
+ * alarm's size toward the best may have spared the sizes beyond it, which its run, the change's
+ * own, says nothing about (cifar100 after epochs x2.0 at and above its optimum, 128: the search
+ * moved up to 256 and 512, both doubled, and 64 below the doubled 128, the new optimum, was
+ * never probed). */
+static bool ends_search(const struct bso_job *job, int edge, int dir)
+{
+    return bounds_search(job, edge) &&
+           !(bso_policy_raised_alarm(job, (size_t)edge) && change_reaches(job, edge, -dir));
+}
+
 /* The next size to explore around the best one g, or -1. Each side offers one candidate: the
  * bisection point of the bracket (g, nearest tried size on that side) when there is one, else
  * an expansion one octave out, or two when the last step that way found the best. */
@@ -148,10 +181,10 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
     int pick = -1;
     double pick_gain = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
-        /* The nearest size on this side that bounds the search (bounds_search), or past the
+        /* The nearest size on this side that ends the search (ends_search), or past the
          * end. */
         int edge = g + dir;
-        while (edge >= 0 && edge < n && !bounds_search(job, edge))
+        while (edge >= 0 && edge < n && !ends_search(job, edge, dir))
             edge += dir;
         const int from = dir < 0 ? edge + 1 : g + 1, to = dir < 0 ? g - 1 : edge - 1;
         if (from > to)
