@@ -198,6 +198,16 @@ static void set_missed(struct bso_job *job, size_t i, double misses, double per,
     s->fail_mark = mark;
 }
 
+/* Size i was passed over after a one-epoch probe at `per` an epoch. */
+static void set_passed(struct bso_job *job, size_t i, double per)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->status = BSO_BS_PASSED;
+    s->runs = s->total_runs = 1;
+    s->epochs_sum = 1;
+    s->cost_sum = per;
+}
+
 /* The size the policy hands out next; the job is cleared. */
 static int64_t choose_and_clear(struct bso_job *job)
 {
@@ -1282,11 +1292,7 @@ static int64_t next_after_a_change_above(int64_t epochs256)
     job.stats[0].status = BSO_BS_INFEASIBLE;
     set_reached(&job, 2, 10, 10, 100, 20);
     set_reached(&job, 4, 1, 24, 85, 5);
-    struct bso_bs_stat *s128 = &job.stats[3];
-    s128->status = BSO_BS_PASSED;
-    s128->runs = s128->total_runs = 1;
-    s128->epochs_sum = 1;
-    s128->cost_sum = 55;
+    set_passed(&job, 3, 55);
     reach_until_the_alarm(&job, 2, 20, 100, 21);
     const double t = (double)job.last_trial_number;
     observe_at(&job, 3, t + 1, 36, 55, BSO_RUN_REACHED);
@@ -1580,11 +1586,7 @@ static void test_rescue_goes_by_the_epochs_from_before_when_nothing_reached_sinc
     start(&job);
     set_reached(&job, 2, 20, 8, 100, 20);
     set_reached(&job, 3, 5, 18, 60, 15);
-    struct bso_bs_stat *s256 = &job.stats[4];
-    s256->status = BSO_BS_PASSED;
-    s256->runs = s256->total_runs = 1;
-    s256->epochs_sum = 1;
-    s256->cost_sum = 33;
+    set_passed(&job, 4, 33);
     observe_at(&job, 2, 21, 20, 100, BSO_RUN_FAILED);
     assert_true(any_change_mark(&job));
     observe_at(&job, 3, 22, 20, 60, BSO_RUN_FAILED);
