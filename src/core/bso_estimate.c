@@ -94,9 +94,14 @@ static double margin_cv2(const struct bso_job *job)
     return fmax(bso_policy_pooled_cv2(job), BSO_PRIOR_CV * BSO_PRIOR_CV);
 }
 
+double bso_policy_two_spreads(double cv2, double runs)
+{
+    return 2 * sqrt(cv2 * (1 + 1 / runs));
+}
+
 static double margin_of(double cv2, int64_t runs)
 {
-    return exp(2 * sqrt(cv2 * (1 + 1 / (double)runs)));
+    return exp(bso_policy_two_spreads(cv2, (double)runs));
 }
 
 double bso_policy_noise_margin(const struct bso_job *job, int64_t runs)

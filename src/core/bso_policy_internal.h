@@ -49,6 +49,10 @@ bool bso_policy_rechecked(const struct bso_job *job, size_t i);
  * two spreads of that estimate and of the run's own noise, the run-to-run spread never taken
  * below BSO_PRIOR_CV (integer epochs make the pooled spread look tighter than runs are). */
 double bso_policy_noise_margin(const struct bso_job *job, int64_t runs);
+/* Two standard deviations, in log epochs, of the gap between a size's mean over `runs` runs and
+ * one run more (cv2: the run-to-run variance of log epochs): how far a figure must lie from the
+ * size's mean before it is taken for more than noise. */
+double bso_policy_two_spreads(double cv2, double runs);
 /* bso_policy_diverged (bso_policy.h) by the second law alone (a larger batch needs no more
  * steps), which a change in the job does not break; the first, that a larger batch needs at
  * least as many epochs, is only counted on before any change. */

@@ -161,7 +161,7 @@ static double common_shift(const struct bso_job *job, double cv2)
         return 0;
     const double mean = sum / weight;
     for (int j = 0; j < k; j++)
-        if (fabs(shift[j] - mean) > 2 * sqrt(cv2 * (1 / runs[j] + 1)))
+        if (fabs(shift[j] - mean) > bso_policy_two_spreads(cv2, runs[j]))
             return 0;
     return mean;
 }

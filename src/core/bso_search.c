@@ -152,7 +152,7 @@ static bool change_reaches(const struct bso_job *job, int a, int dir)
         if (cv2 < 0)
             cv2 = bso_policy_pooled_cv2(job); /* once, and only when a size can tell */
         const double shift = log(bso_bs_mean_epochs(s) / s->pre_change_epochs);
-        if (shift > 2 * sqrt(cv2 * (1 / (double)s->successes + 1)))
+        if (shift > bso_policy_two_spreads(cv2, (double)s->successes))
             return true;
     }
     return false;
