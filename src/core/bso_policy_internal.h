@@ -87,6 +87,10 @@ void bso_policy_posterior(const struct bso_job *job, const bool *drifting, doubl
  * Thompson sampling to a size that one unlucky run made look dear. The change detector keeps
  * the plain prior (docs/policy.md, "Thompson sampling after a change"). */
 void bso_policy_sampling_posterior(const struct bso_job *job, double *mean_log, double *sd_log);
+/* How far the job's last change moved size i's log epochs (*shift: its mean since against its
+ * mean when the change was found), if it reached both before the change and since; false where
+ * it cannot tell. */
+bool bso_policy_change_shift(const struct bso_job *job, size_t i, double *shift);
 /* Size s's share of the pooled run-to-run spread: the relative sum of squares of its epochs
  * about their mean (*ss, a variance of log epochs times its degrees of freedom) and its
  * degrees of freedom (*dof: one per run beyond the first; both 0 under two runs). Without the

@@ -139,6 +139,15 @@ static double local_curve(const struct bso_job *job, const double *log_e, const 
  * change hit some sizes and not others (both on the side it hit). */
 #define COMMON_SHIFT_SIZES 3
 
+bool bso_policy_change_shift(const struct bso_job *job, size_t i, double *shift)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    if (!(s->pre_change_epochs > 0) || s->successes == 0 || !bso_policy_fresh(job, i))
+        return false;
+    *shift = log(bso_bs_mean_epochs(s) / s->pre_change_epochs);
+    return true;
+}
+
 /* How far the job's last change moved every size's log epochs, as far as the sizes that reached
  * both before it and since can tell: their mean shift (weighted by runs since), if at least
  * COMMON_SHIFT_SIZES of them each lie within two spreads of it (their mean's and one run's:
@@ -148,11 +157,9 @@ static double common_shift(const struct bso_job *job, double cv2)
     double shift[BSO_MAX_BATCH_SIZES], runs[BSO_MAX_BATCH_SIZES], sum = 0, weight = 0;
     int k = 0;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        const struct bso_bs_stat *s = &job->stats[i];
-        if (!(s->pre_change_epochs > 0) || s->successes == 0 || !bso_policy_fresh(job, i))
+        if (!bso_policy_change_shift(job, i, &shift[k]))
             continue;
-        shift[k] = log(bso_bs_mean_epochs(s) / s->pre_change_epochs);
-        runs[k] = (double)s->successes;
+        runs[k] = (double)job->stats[i].successes;
         sum += runs[k] * shift[k];
         weight += runs[k];
         k++;

@@ -146,13 +146,12 @@ static bool change_reaches(const struct bso_job *job, int a, int dir)
     const int n = (int)job->spec.n_batch_sizes;
     double cv2 = -1;
     for (int k = a + dir; k >= 0 && k < n; k += dir) {
-        const struct bso_bs_stat *s = &job->stats[k];
-        if (!(s->pre_change_epochs > 0) || s->successes == 0 || !bso_policy_fresh(job, (size_t)k))
+        double shift;
+        if (!bso_policy_change_shift(job, (size_t)k, &shift))
             continue;
         if (cv2 < 0)
             cv2 = bso_policy_pooled_cv2(job); /* once, and only when a size can tell */
-        const double shift = log(bso_bs_mean_epochs(s) / s->pre_change_epochs);
-        if (shift > bso_policy_two_spreads(cv2, (double)s->successes))
+        if (shift > bso_policy_two_spreads(cv2, (double)job->stats[k].successes))
             return true;
     }
     return false;
