@@ -10,8 +10,10 @@
 # WIDTH, SAMPLES (default 512 and 200000), CPU_SECONDS (time for the CPU job, default 180),
 # DEVICE (default cuda) and TARGET (default: the highest the sweep finds most sizes reaching)
 # shrink it to a smoke test on a machine without a GPU. SWEEP names the sweep.json of an earlier
-# run to use instead of sweeping again (the sweep took four minutes on an H200, the whole check
-# about ten at the defaults). The CPU job's energy is RAPL's where the machine has it,
+# run to use instead of sweeping again; SWEEP_EPOCHS (default 10) shortens the sweep (it took
+# four minutes on an H200, the whole check about ten at the defaults; with SWEEP_EPOCHS=4 and
+# CPU_SECONDS=90 it fits a loan of a GPU). tools/bundle-binaries.sh packs BUILD_DIR for a GPU
+# machine without this build's packages. The CPU job's energy is RAPL's where the machine has it,
 # else an estimate at CPU_WATTS (default 150).
 set -u
 build=$(cd "$1" && pwd); out=${2:-/tmp/bso-transfer-check}; runs=${3:-6}
@@ -26,12 +28,13 @@ step() { echo; echo "=== $* ($(date +%T))"; }
 if [ -n "${SWEEP:-}" ]; then
     cp "$SWEEP" "$out/sweep.json"
 else
-step "sweep on $DEVICE: every batch size from two initialisations, to 10 epochs"
+step "sweep on $DEVICE: every batch size from two initialisations, to ${SWEEP_EPOCHS:-10} epochs"
 "$py" - "$here/examples/synthetic" "$out/sweep.json" <<'PY' || exit 1
 import json, os, sys, torch, bso
 sys.path.insert(0, sys.argv[1])
 import train as T
 dev, width, samples = os.environ["DEVICE"], int(os.environ["WIDTH"]), int(os.environ["SAMPLES"])
+sweep_epochs = int(os.environ.get("SWEEP_EPOCHS", "10"))
 (xt, yt), (xv, yv) = T.data(samples, dev)
 m = bso.EnergyMonitor()
 runs = []
@@ -41,7 +44,7 @@ for seed in (1, 2):
         net = T.model(width, 4, dev)
         opt = T.optimizer(net, b)
         epochs = []
-        for e in range(10):
+        for e in range(sweep_epochs):
             m.begin_window("epoch")
             T.train_epoch(net, opt, xt, yt, b)
             acc = T.accuracy(net, xv, yv)
@@ -50,8 +53,10 @@ for seed in (1, 2):
         runs.append(dict(seed=seed, batch_size=b, epochs=epochs))
         print("seed %d batch %4d: %s  (%.2f s, %.0f J per epoch)" % (
             seed, b, " ".join("%.3f" % e["accuracy"] for e in epochs),
-            sum(e["time"] for e in epochs) / 10, sum(e["energy"] for e in epochs) / 10))
-# The highest target of these that most sizes reach within 8 epochs from both initialisations.
+            sum(e["time"] for e in epochs) / sweep_epochs,
+            sum(e["energy"] for e in epochs) / sweep_epochs))
+# The highest target of these that most sizes reach within 8 epochs (the sweep's, if fewer)
+# from both initialisations.
 def reached(run, target):
     return next((i + 1 for i, e in enumerate(run["epochs"]) if e["accuracy"] >= target), None)
 target = next((t for t in (0.88, 0.86, 0.84, 0.82) if sum(

@@ -129,5 +129,62 @@ class Deploy(unittest.TestCase):
             self.assertEqual(out.returncode, 0, "%s is not a Debian package here" % p)
 
 
+class Bundle(unittest.TestCase):
+    """tools/bundle-binaries.sh: the binaries with their libraries, for a machine without this
+    build's packages (the GPU checks)."""
+
+    TOOL = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "bundle-binaries.sh")
+
+    def run_bundled(self, dest, path_prefix, command):
+        env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+        env["PATH"] = path_prefix + os.pathsep + env["PATH"]
+        return subprocess.run(["bash", "-c", 'source "$0/env.sh" && ' + command, dest],
+                              env=env, capture_output=True, text=True, timeout=60)
+
+    def test_bundle_runs_with_only_the_missing_libraries(self):
+        build = os.path.dirname(os.path.abspath(harness.BIN))
+        with tempfile.TemporaryDirectory() as tmp:
+            dest = os.path.join(tmp, "bundle")
+            out = subprocess.run([self.TOOL, build, dest], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(sorted(os.listdir(os.path.join(dest, "bin"))),
+                             ["bso", "bso-server", "libbso.so", "libbso.so.0"])
+            libs = os.listdir(os.path.join(dest, "lib"))
+            self.assertIn("libjansson.so.4", libs)
+            self.assertIn("libmicrohttpd.so.12", libs)
+            self.assertFalse([l for l in libs if l.startswith(("libc.so", "ld-linux"))], libs)
+            # This machine has every library: none is put on the path, the system's serve.
+            out = self.run_bundled(dest, "/nonexistent", 'ldd "$0/bin/bso-server"')
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(os.listdir(os.path.join(dest, "missing")), [])
+            self.assertNotIn(os.path.join(dest, "missing"), out.stdout)
+            # A machine that has none of them (an ldconfig that lists nothing): each is linked
+            # from the bundle, and the programs run on those.
+            fake = os.path.join(tmp, "fakebin")
+            os.mkdir(fake)
+            with open(os.path.join(fake, "ldconfig"), "w") as f:
+                f.write("#!/bin/sh\nexit 0\n")
+            os.chmod(os.path.join(fake, "ldconfig"), 0o755)
+            db = "sqlite:///" + os.path.join(tmp, "bso.db")
+            out = self.run_bundled(dest, fake, 'ldd "$0/bin/bso-server" && '
+                                   '"$0/bin/bso-server" migrate --database ' + db +
+                                   ' && "$0/bin/bso" help')
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(sorted(os.listdir(os.path.join(dest, "missing"))), sorted(libs))
+            self.assertRegex(out.stdout, r"libjansson\.so\.4 => \S*/bundle/missing/libjansson")
+            self.assertTrue(os.path.exists(os.path.join(tmp, "bso.db")))
+
+    def test_bad_arguments(self):
+        out = subprocess.run([self.TOOL], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("usage", out.stderr)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = subprocess.run([self.TOOL, tmp, os.path.join(tmp, "b")], capture_output=True,
+                                 text=True)
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("not found (build first)", out.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "b")))
+
+
 if __name__ == "__main__":
     unittest.main()
