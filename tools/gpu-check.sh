@@ -4,18 +4,27 @@
 # runs as a recurring job against a live bso-server, power-limit profiling (root only), a real
 # out-of-memory under MemoryScaler, and bench/adaptive.py on CUDA.
 # Usage: tools/gpu-check.sh BUILD_DIR [OUT_DIR]   (BUILD_DIR holds bso-server, bso, libbso.so)
+# STEPS=nvml,train,power,digits,oom,adaptive (any of them, comma-separated) runs only those, to
+# fit a short loan of a GPU (nvml alone takes under a minute); by default all run.
 set -u
 build=$(cd "$1" && pwd); out=${2:-/tmp/bso-gpu-check}; mkdir -p "$out"
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BSO_LIBRARY=$build/libbso.so PYTHONUNBUFFERED=1 PYTHONPATH=$here/python${PYTHONPATH:+:$PYTHONPATH}
 py=${PYTHON:-python3}
 step() { echo; echo "=== $*"; }
+want() { [ -z "${STEPS:-}" ] || [[ ",$STEPS," == *",$1,"* ]]; }
+for s in ${STEPS//,/ }; do
+    case $s in nvml | train | power | digits | oom | adaptive) ;;
+    *) echo "$0: unknown step '$s' (nvml, train, power, digits, oom, adaptive)" >&2; exit 2 ;;
+    esac
+done
 
 step "GPU"
 nvidia-smi --query-gpu=name,driver_version,power.draw,power.limit,power.min_limit,power.max_limit --format=csv
 step "bso gpus"
 "$build/bso" gpus
 
+if want nvml; then
 step "NVML energy vs nvidia-smi power samples, 15 s of bf16 matrix products"
 nvidia-smi --query-gpu=power.draw --format=csv,noheader,nounits -lms 100 > "$out/smi-power.txt" &
 smi=$!
@@ -45,12 +54,16 @@ w = [float(l) for l in open(sys.argv[1]) if l.strip()]
 print("nvidia-smi: %d samples over the 20 s; the top 140 (the busy 14 s) average %.1f W, "
       "the first 40 (idle) %.1f W" % (len(w), sum(sorted(w)[-140:]) / 140, sum(w[:40]) / 40))
 PY
+fi
 
+if want train || want power || want digits; then
 step "bso-server on SQLite"
 "$build/bso-server" --database "sqlite:///$out/bso.db" --port 8123 > "$out/server.log" 2>&1 &
 srv=$!
 sleep 1
 export BSO_SERVER_URL=http://127.0.0.1:8123
+fi
+if want train; then
 step "probe + 8 recurrences of the synthetic job on CUDA"
 for i in 1 2 3 4 5 6 7 8; do
     extra=""; [ $i = 1 ] && extra=--probe
@@ -59,7 +72,9 @@ for i in 1 2 3 4 5 6 7 8; do
 done
 "$build/bso" show synthetic-gpu
 "$build/bso" probe synthetic-gpu
+fi
 
+if want power; then
 step "power limits: libbso's tuner on the synthetic model (width 4096, batch 1024), 5 limits"
 "$py" - <<'PY'
 import json, sys, time, torch, torch.nn as nn, bso
@@ -92,15 +107,22 @@ for i in 1 2; do
 done
 nvidia-smi --query-gpu=power.limit --format=csv
 "$build/bso" show synthetic-power
+fi
 
+if want digits; then
 step "digits example on CUDA, 3 recurrences"
 for i in 1 2 3; do
     "$py" "$here/examples/digits/train.py" --job-id digits-gpu --device cuda 2>&1 | tail -2
 done
-kill $srv; wait $srv 2>/dev/null
+fi
+[ -n "${srv:-}" ] && { kill $srv; wait $srv 2>/dev/null; }
 
+if want oom; then
 step "a real out-of-memory under MemoryScaler (process capped at 4 GiB)"
 "$py" "$here/tools/gpu-memory-check.py"
+fi
+if want adaptive; then
 step "fixed against changing batch sizes on CUDA (bench/adaptive.py, 5 seeds)"
 "$py" "$here/bench/adaptive.py" --device cuda --seeds 5
+fi
 echo "gpu-check done"
