@@ -13,7 +13,7 @@ build=$1; dest=$2
 for f in bso-server bso libbso.so; do
     [ -e "$build/$f" ] || { echo "$0: $build/$f not found (build first)" >&2; exit 1; }
 done
-rm -rf "$dest/bin" "$dest/lib"
+rm -rf "$dest/bin" "$dest/lib" "$dest/missing" "$dest/env.sh"
 mkdir -p "$dest/bin" "$dest/lib"
 cp -L "$build/bso-server" "$build/bso" "$dest/bin/"
 cp -L "$build/libbso.so" "$dest/bin/libbso.so"
@@ -29,7 +29,7 @@ ldd "$build/bso-server" "$build/bso" "$build/libbso.so" | awk '$3 ~ /^\// {print
 cat > "$dest/env.sh" <<'ENV'
 # Sourced on the target: the bundle's libraries the system lacks go on LD_LIBRARY_PATH.
 bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mkdir -p "$bundle/missing"
+rm -rf "$bundle/missing" && mkdir -p "$bundle/missing" # what this system lacks now
 for f in "$bundle"/lib/*; do
     s=$(basename "$f")
     ldconfig -p | grep -q "^[[:space:]]*$s " || ln -sf "$f" "$bundle/missing/$s"
