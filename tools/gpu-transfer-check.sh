@@ -11,8 +11,8 @@
 # DEVICE (default cuda) and TARGET (default: the highest the sweep finds most sizes reaching)
 # shrink it to a smoke test on a machine without a GPU. SWEEP names the sweep.json of an earlier
 # run to use instead of sweeping again; SWEEP_EPOCHS (default 10) shortens the sweep (it took
-# four minutes on an H200, the whole check about ten at the defaults; with SWEEP_EPOCHS=4 and
-# CPU_SECONDS=90 it fits a loan of a GPU). tools/bundle-binaries.sh packs BUILD_DIR for a GPU
+# four minutes on an H200, the whole check about ten at the defaults; SWEEP_EPOCHS=4 and
+# CPU_SECONDS=90 should bring it to about seven). tools/bundle-binaries.sh packs BUILD_DIR for a GPU
 # machine without this build's packages. The CPU job's energy is RAPL's where the machine has it,
 # else an estimate at CPU_WATTS (default 150).
 set -u
