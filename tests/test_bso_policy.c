@@ -1308,6 +1308,37 @@ static void test_search_looks_past_the_alarm_where_the_change_reaches_the_other_
     assert_true(next_after_a_change_above(24) != 32); /* 256 unchanged: 64 ends the search */
 }
 
+/* Sizes 24..96 (64 the default): 24 reached in 7 epochs at 150 an epoch (the best, 1050) and
+ * 96 in 20 at 118; 32, 48 and 64 never ran. The bracket above 24 ends at 96, and its bisection
+ * point, 48, does not repay: by the steps law 96's 20 epochs bound it to 10 (about 1330). 32 would
+ * (6.7 epochs by the same law, or 7 by 24's, about 1000). What the search probes from 24 when both
+ * 24 and 96 ran since a change at trial 20 (`changed`), or with no change at all: -1 for nothing.
+ */
+static int search_within_the_bracket(bool changed)
+{
+    static const int64_t sizes[] = {24, 32, 48, 64, 96};
+    struct bso_job job;
+    start_with(&job, sizes, 5, -1);
+    set_reached(&job, 0, 2, 7, 150, 24);
+    set_reached(&job, 4, 1, 20, 118, 23);
+    for (size_t i = 0; changed && i < job.spec.n_batch_sizes; i++)
+        job.stats[i].change_mark = 20;
+    job.last_trial_number = 25;
+    const int c = bso_policy_explore(&job, 0, bso_bs_expected_cost(&job.stats[0]));
+    bso_job_clear(&job);
+    return c;
+}
+
+/* After a change the bisection point does not speak for the whole bracket: an edge run since
+ * (doubled) bounds the sizes near it tighter than those near the best, and the size of most
+ * gain, 32, is probed. Without a change the bisection point stands for its half. */
+static void test_after_a_change_the_search_weighs_the_whole_bracket(void **state)
+{
+    (void)state;
+    assert_int_equal(search_within_the_bracket(true), 1);
+    assert_int_equal(search_within_the_bracket(false), -1);
+}
+
 /* The job changed at trial 20: 32 (10 epochs x 80) is the best since, 64 and 128 reached since
  * at `per64` and `per128` a epoch, and 256 is known only from before (10 x 60: the cheapest,
  * if that still held). Nothing is left to search. How often in 400 choices 256 is handed
@@ -2297,6 +2328,7 @@ int main(void)
         cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),
         cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
         cmocka_unit_test(test_search_looks_past_the_alarm_where_the_change_reaches_the_other_way),
+        cmocka_unit_test(test_after_a_change_the_search_weighs_the_whole_bracket),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),

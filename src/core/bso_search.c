@@ -95,6 +95,23 @@ static bool searched_past(const struct bso_job *job, size_t k)
            !(s->change_mark > 0 && s->successes > 0) && !bso_policy_raised_alarm(job, k);
 }
 
+/* The open size in [from, to] whose probe repays most against best_cost (probe_gain), with
+ * its gain; -1 if none repays. */
+static int most_gain_between(const struct bso_job *job, int from, int to, double best_cost,
+                             double *gain)
+{
+    int pick = -1;
+    for (int k = from; k <= to; k++) {
+        double g;
+        if (bso_policy_open_size(job, (size_t)k) && probe_gain(job, k, best_cost, &g) &&
+            (pick < 0 || g > *gain)) {
+            pick = k;
+            *gain = g;
+        }
+    }
+    return pick;
+}
+
 /* The untried size nearest (in log2) halfway between g and the nearest size on side dir that has
  * run, or -1 when none lies between or none has run. */
 static int halfway_to_ran(const struct bso_job *job, int g, int dir)
@@ -208,7 +225,23 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
             continue;
         double gain;
         bool pays = probe_gain(job, c, best_cost, &gain);
-        if (!pays && !(edge >= 0 && edge < n) && bso_policy_transferred(job)) {
+        const bool bisecting = edge >= 0 && edge < n;
+        if (!pays && bisecting && bso_policy_change_trial(job) > 0) {
+            /* After a change, a bisection point that does not repay does not speak for the
+             * sizes between it and the best: a change hits a range of sizes, and an edge run
+             * since it bounds the sizes near it, by the steps law, tighter than those near the
+             * best (librispeech on the V100 after epochs x2.0 at and above its optimum: from
+             * 24, the search weighed only 48, halfway to the doubled 96 that bounds it to 8
+             * epochs, and never 32, the new optimum). The open size of most gain goes instead.
+             * Before any change the bisection point stands for its half of the bracket
+             * (weighing every size there cost more in probes than it found: docs/policy.md). */
+            const int inner = most_gain_between(job, from, to, best_cost, &gain);
+            if (inner >= 0) {
+                c = inner;
+                pays = true;
+            }
+        }
+        if (!pays && !bisecting && bso_policy_transferred(job)) {
             /* A transferred job's sizes were not tried by a search moving one way on this
              * hardware, and its costs per epoch are another GPU's until measured here: an
              * expansion that does not repay gives way to the untried size halfway to the
