@@ -1329,14 +1329,37 @@ static int search_within_the_bracket(bool changed)
     return c;
 }
 
-/* After a change the bisection point does not speak for the whole bracket: an edge run since
- * (doubled) bounds the sizes near it tighter than those near the best, and the size of most
- * gain, 32, is probed. Without a change the bisection point stands for its half. */
-static void test_after_a_change_the_search_weighs_the_whole_bracket(void **state)
+/* The same bracket after the change, but 32, 48 and 64 were each passed over after a one-epoch
+ * probe, at 300, 200 and 10 an epoch: the bisection point (48) and 32 do not repay, 64 would.
+ * What the search probes from 24: -1 for nothing. */
+static int search_past_the_bisection_point(void)
+{
+    static const int64_t sizes[] = {24, 32, 48, 64, 96};
+    struct bso_job job;
+    start_with(&job, sizes, 5, -1);
+    set_reached(&job, 0, 2, 7, 150, 24);
+    set_reached(&job, 4, 1, 20, 118, 23);
+    set_passed(&job, 1, 300);
+    set_passed(&job, 2, 200);
+    set_passed(&job, 3, 10);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].change_mark = 20;
+    job.last_trial_number = 25;
+    const int c = bso_policy_explore(&job, 0, bso_bs_expected_cost(&job.stats[0]));
+    bso_job_clear(&job);
+    return c;
+}
+
+/* After a change the bisection point does not speak for the sizes between it and the best: an
+ * edge run since (doubled) bounds the sizes near it tighter than those near the best, and the
+ * size of most gain there, 32, is probed. Without a change the bisection point stands for its
+ * half; past it, nearer the edge, the change is likelier still, and 64 is not probed. */
+static void test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket(void **state)
 {
     (void)state;
     assert_int_equal(search_within_the_bracket(true), 1);
     assert_int_equal(search_within_the_bracket(false), -1);
+    assert_int_equal(search_past_the_bisection_point(), -1);
 }
 
 /* The job changed at trial 20: 32 (10 epochs x 80) is the best since, 64 and 128 reached since
@@ -2328,7 +2351,7 @@ int main(void)
         cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),
         cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
         cmocka_unit_test(test_search_looks_past_the_alarm_where_the_change_reaches_the_other_way),
-        cmocka_unit_test(test_after_a_change_the_search_weighs_the_whole_bracket),
+        cmocka_unit_test(test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),
