@@ -188,8 +188,9 @@ static bool ends_search(const struct bso_job *job, int edge, int dir)
 }
 
 /* The next size to explore around the best one g, or -1. Each side offers one candidate: the
- * bisection point of the bracket (g, nearest tried size on that side) when there is one, else
- * an expansion one octave out, or two when the last step that way found the best. */
+ * bisection point of the bracket (g, nearest tried size on that side) when there is one (after a
+ * change, where it does not repay, the size of most gain between it and g), else an expansion
+ * one octave out, or two when the last step that way found the best. */
 int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
 {
     const int n = (int)job->spec.n_batch_sizes;
