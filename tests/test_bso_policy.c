@@ -1309,40 +1309,22 @@ static void test_search_looks_past_the_alarm_where_the_change_reaches_the_other_
 }
 
 /* Sizes 24..96 (64 the default): 24 reached in 7 epochs at 150 an epoch (the best, 1050) and
- * 96 in 20 at 118; 32, 48 and 64 never ran. The bracket above 24 ends at 96, and its bisection
- * point, 48, does not repay: by the steps law 96's 20 epochs bound it to 10 (about 1330). 32 would
- * (6.7 epochs by the same law, or 7 by 24's, about 1000). What the search probes from 24 when both
- * 24 and 96 ran since a change at trial 20 (`changed`), or with no change at all: -1 for nothing.
- */
-static int search_within_the_bracket(bool changed)
+ * 96 in 20 at 118; 32, 48 and 64 never ran, or, given `passed` (their costs per epoch), were each
+ * passed over after a one-epoch probe. The bracket above 24 ends at 96, and its bisection point,
+ * 48, does not repay: by the steps law 96's 20 epochs bound it to 10 (about 1330). Untried, 32
+ * would (6.7 epochs by the same law, or 7 by 24's, about 1000). What the search probes from 24
+ * when both 24 and 96 ran since a change at trial 20 (`changed`), or with no change at all: -1
+ * for nothing. */
+static int search_within_the_bracket(bool changed, const double *passed)
 {
     static const int64_t sizes[] = {24, 32, 48, 64, 96};
     struct bso_job job;
     start_with(&job, sizes, 5, -1);
     set_reached(&job, 0, 2, 7, 150, 24);
     set_reached(&job, 4, 1, 20, 118, 23);
+    for (size_t i = 1; passed && i <= 3; i++)
+        set_passed(&job, i, passed[i - 1]);
     for (size_t i = 0; changed && i < job.spec.n_batch_sizes; i++)
-        job.stats[i].change_mark = 20;
-    job.last_trial_number = 25;
-    const int c = bso_policy_explore(&job, 0, bso_bs_expected_cost(&job.stats[0]));
-    bso_job_clear(&job);
-    return c;
-}
-
-/* The same bracket after the change, but 32, 48 and 64 were each passed over after a one-epoch
- * probe, at 300, 200 and 10 an epoch: the bisection point (48) and 32 do not repay, 64 would.
- * What the search probes from 24: -1 for nothing. */
-static int search_past_the_bisection_point(void)
-{
-    static const int64_t sizes[] = {24, 32, 48, 64, 96};
-    struct bso_job job;
-    start_with(&job, sizes, 5, -1);
-    set_reached(&job, 0, 2, 7, 150, 24);
-    set_reached(&job, 4, 1, 20, 118, 23);
-    set_passed(&job, 1, 300);
-    set_passed(&job, 2, 200);
-    set_passed(&job, 3, 10);
-    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
         job.stats[i].change_mark = 20;
     job.last_trial_number = 25;
     const int c = bso_policy_explore(&job, 0, bso_bs_expected_cost(&job.stats[0]));
@@ -1353,13 +1335,15 @@ static int search_past_the_bisection_point(void)
 /* After a change the bisection point does not speak for the sizes between it and the best: an
  * edge run since (doubled) bounds the sizes near it tighter than those near the best, and the
  * size of most gain there, 32, is probed. Without a change the bisection point stands for its
- * half; past it, nearer the edge, the change is likelier still, and 64 is not probed. */
+ * half. Past it, nearer the edge, the change is likelier still: with 32 and 48 passed over at
+ * 300 and 200 an epoch (neither repays) and 64 at 10 (it would), 64 is not probed. */
 static void test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket(void **state)
 {
     (void)state;
-    assert_int_equal(search_within_the_bracket(true), 1);
-    assert_int_equal(search_within_the_bracket(false), -1);
-    assert_int_equal(search_past_the_bisection_point(), -1);
+    assert_int_equal(search_within_the_bracket(true, NULL), 1);
+    assert_int_equal(search_within_the_bracket(false, NULL), -1);
+    const double passed[] = {300, 200, 10};
+    assert_int_equal(search_within_the_bracket(true, passed), -1);
 }
 
 /* The job changed at trial 20: 32 (10 epochs x 80) is the best since, 64 and 128 reached since
