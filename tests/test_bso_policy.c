@@ -1947,13 +1947,16 @@ static void test_cost_jump_does_not_stop_every_run(void **state)
     assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[3]) / 70 - 1.5) < 0.01);
     assert_true(fabs(job.stats[3].cost_shift - 1.5) < 0.01);
     /* The next recurrence tests the guess at a size that, at its own cost, would now beat 64:
-     * a one-epoch probe of 32, whose epoch costs what the guess said. It holds, every mark
-     * goes, and 64 trains the model, as in every recurrence after. */
-    assert_int_equal(recur(&job, base_epochs, grown, 10, tried, &launches), 64);
+     * a one-epoch probe of 32, whose epoch costs what the guess said. That bears it out below
+     * 64 only: above 64 it is still a guess, and 128, at its own cost (980) cheaper than 64
+     * now (1200), trains the model and bears it out there too. Then every mark is gone, and 64
+     * trains every model after. */
+    assert_int_equal(recur(&job, base_epochs, grown, 10, tried, &launches), 128);
     assert_int_equal(launches, 2);
     assert_int_equal(tried[0], 32);
     for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
         assert_true(job.stats[i].cost_shift == 0);
+    assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[3]) / 70 - 1.5) < 0.01);
     for (int r = 0; r < 10; r++) {
         assert_int_equal(recur(&job, base_epochs, grown, 10, tried, &launches), 64);
         assert_int_equal(launches, 1);
@@ -1980,6 +1983,42 @@ static void test_cost_jump_at_one_size_is_checked_and_undone(void **state)
         last = recur(&job, base_epochs, local, 10, tried, &launches);
     assert_int_equal(last, 128);
     assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[4]) / 60 - 1) < 0.01);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        assert_true(job.stats[i].cost_shift == 0);
+    bso_job_clear(&job);
+}
+
+/* Epochs cost twice as much at 64 and above (a change that hits a range of sizes). 64 was the
+ * best (8 epochs at 100), 32 (7 at 180) and 128 (14 at 70) reached too. 64's jump is first
+ * taken for the whole job's, and a run at 128 bears that out; but it does so above 64 only:
+ * 32 keeps its guess until a run there shows its own cost per epoch, which undoes the guess
+ * below 64, and 32 (1260), now the cheapest, is the choice. Taking 128's run for the whole
+ * job's kept 64 (1600) for good. */
+static void test_cost_jump_borne_out_on_one_side_is_still_a_guess_on_the_other(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 1, 4, 7, 180, 6);
+    set_reached(&job, 2, 20, 8, 100, 20);
+    set_reached(&job, 3, 4, 14, 70, 12);
+    job.last_trial_number = 20;
+    int64_t tried[10];
+    int launches;
+    const double upper[] = {300, 180, 200, 140, 120};
+    assert_int_equal(recur(&job, base_epochs, upper, 10, tried, &launches), 64);
+    assert_true(fabs(job.stats[1].cost_shift - 2) < 0.01);
+    int64_t last = 0;
+    bool ran_above = false;
+    for (int r = 0; r < 6; r++) {
+        last = recur(&job, base_epochs, upper, 10, tried, &launches);
+        for (int k = 0; k < launches; k++)
+            ran_above |= tried[k] > 64;
+    }
+    assert_true(ran_above);
+    assert_int_equal(last, 32);
+    assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[1]) / 180 - 1) < 0.01);
+    assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[3]) / 140 - 1) < 0.05);
     for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
         assert_true(job.stats[i].cost_shift == 0);
     bso_job_clear(&job);
@@ -2358,6 +2397,7 @@ int main(void)
         cmocka_unit_test(test_target_out_of_reach),
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_cost_jump_at_one_size_is_checked_and_undone),
+        cmocka_unit_test(test_cost_jump_borne_out_on_one_side_is_still_a_guess_on_the_other),
         cmocka_unit_test(test_search_weighs_a_guessed_size_at_its_own_cost),
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_window_keeps_exactly_the_last_runs),
