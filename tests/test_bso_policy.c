@@ -2024,6 +2024,41 @@ static void test_cost_jump_borne_out_on_one_side_is_still_a_guess_on_the_other(v
     bso_job_clear(&job);
 }
 
+/* Epochs cost twice as much at 64 (and above) from one run on: 64 was the best (7 epochs at 70,
+ * 490), 16 reached too (6 at 110, 660), 32 never ran (at least 6 epochs, as 16 needs, at about
+ * 88 an epoch between the two: 526, no better than 64). The jump at 64 is first taken for the
+ * whole job's; a run at 16 shows its own cost, so the guess goes there, and 16 is the best now,
+ * 64 costing 980. Interpolated between 16 and 64's new level, 32 would cost about 124 an epoch,
+ * 744, dearer than 16, and would never run. But 16 and 64 stand at different levels of cost,
+ * so 32 may lie on 16's side of the jump: at their lower level it may cost 526, and a probe
+ * repays. */
+static void test_probe_between_sizes_a_jump_moved_and_did_not_move(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    static const int64_t sizes[] = {16, 32, 64};
+    start_with(&job, sizes, 3, -1);
+    set_reached(&job, 0, 4, 6, 110, 8);
+    set_reached(&job, 2, 10, 7, 70, 18);
+    job.last_trial_number = 19;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 64);
+    job.last_trial_number = 20;
+    bso_policy_observe(&job, 2, 7 * 140, 7, BSO_RUN_REACHED);
+    assert_true(fabs(job.stats[0].cost_shift - 2) < 1e-9);
+    job.last_trial_number = 21;
+    bso_policy_observe(&job, 0, 6 * 110, 6, BSO_RUN_REACHED);
+    assert_true(job.stats[0].cost_shift == 0);
+    assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[0]) - 110) < 1e-9);
+    assert_true(fabs(job.stats[2].cost_level - 2) < 1e-9);
+    assert_true(fabs(job.stats[0].cost_level - 1) < 1e-9);
+    assert_true(bso_policy_epoch_cost(&job, 1) * 6 > 660);
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 32);
+    bso_job_clear(&job);
+}
+
 /* 128 was passed over at its go/no-go (90 an epoch, about 11 epochs expected: dearer than 64's
  * 8 x 100). Then 64's cost per epoch doubles, and the guess that the whole job got dearer
  * moves 128 to 180. At its own cost 128 would now beat 64 (about 1018 against 1600), so the
@@ -2398,6 +2433,7 @@ int main(void)
         cmocka_unit_test(test_cost_jump_does_not_stop_every_run),
         cmocka_unit_test(test_cost_jump_at_one_size_is_checked_and_undone),
         cmocka_unit_test(test_cost_jump_borne_out_on_one_side_is_still_a_guess_on_the_other),
+        cmocka_unit_test(test_probe_between_sizes_a_jump_moved_and_did_not_move),
         cmocka_unit_test(test_search_weighs_a_guessed_size_at_its_own_cost),
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_window_keeps_exactly_the_last_runs),

@@ -17,7 +17,8 @@ work=$(mktemp -d) # each replay's files, replaced by the next; removed at the en
 trap 'rm -rf "$work"' EXIT
 echo "| change | zeus | bso | bso worst cell | no model (zeus / bso) |"
 echo "|---|---|---|---|---|"
-for c in "20:time=2.0@>opt" "20:time=2.0@<opt" "20:time=1.5@opt" "20:time=1.3@<=opt" \
+for c in "20:time=2.0@>opt" "20:time=2.0@<opt" "20:time=2.0@>=opt" "20:time=2.0@<=opt" \
+         "20:time=1.5@opt" "20:time=1.3@<=opt" \
          "20:time=0.7@>=opt" "20:time=0.5@<opt" "20:epochs=0.6@>=opt" "20:epochs=0.6@<=opt" \
          "5:epochs=1.6@<=opt" "15:epochs=1.6@>=opt;35:epochs=0.7" "30:epochs=0.5" \
          "10:epochs=1.6@<=opt;30:epochs=0.625@<=opt" "2:epochs=2.0@<=opt" "2:epochs=2.0" \

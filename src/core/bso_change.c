@@ -205,8 +205,9 @@ static int jumped_size(const struct bso_job *job, size_t i)
  * it, and on the guess that the whole job got dearer (more data, other hardware) every other
  * measured size is moved by the same factor, marked as a guess (cost_shift). The next run at a
  * marked size tells: if its cost per epoch is where the guess put it, the job changed as a
- * whole and every mark is dropped; if not, the jump was size i's alone and every marked size
- * gets its own cost back. Returns whether any size other than i changed. */
+ * whole, as far as that side of the jump goes, and the marks there are dropped; if not, the
+ * jump was size i's alone and every marked size gets its own cost back. Each size's cost_level
+ * follows the moves that stand. Returns whether any size other than i changed. */
 static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_t epochs)
 {
     struct bso_bs_stat *s = &job->stats[i];
@@ -228,8 +229,10 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
             struct bso_bs_stat *o = &job->stats[k];
             if (jumped >= 0 && ((int)k > jumped) != ((int)i > jumped))
                 continue;
-            if (o->cost_shift > 0 && !whole_job)
+            if (o->cost_shift > 0 && !whole_job) {
                 o->cost_sum /= o->cost_shift;
+                o->cost_level = (o->cost_level > 0 ? o->cost_level : 1) / o->cost_shift;
+            }
             o->cost_shift = 0;
         }
         all = !whole_job;
@@ -242,6 +245,8 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         struct bso_bs_stat *o = &job->stats[k];
         o->cost_sum *= shift;
+        if (o->epochs_sum > 0)
+            o->cost_level = (o->cost_level > 0 ? o->cost_level : 1) * shift;
         if (k != i && o->epochs_sum > 0)
             o->cost_shift = (o->cost_shift > 0 ? o->cost_shift : 1) * shift;
     }

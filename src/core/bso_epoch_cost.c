@@ -85,6 +85,39 @@ void bso_policy_set_profile(struct bso_job *job, size_t i, double samples_per_s,
     s->profile_joules_per_sample = joules_per_sample > 0 ? joules_per_sample : 0;
 }
 
+/* The measured sizes nearest to i below and above it (-1 where none is). */
+static void measured_neighbours(const struct bso_job *job, size_t i, int *lo, int *hi)
+{
+    *lo = *hi = -1;
+    for (int k = (int)i - 1; k >= 0 && *lo < 0; k--)
+        if (job->stats[k].epochs_sum > 0)
+            *lo = k;
+    for (size_t k = i + 1; k < job->spec.n_batch_sizes && *hi < 0; k++)
+        if (job->stats[k].epochs_sum > 0)
+            *hi = (int)k;
+}
+
+static double level_of(const struct bso_bs_stat *s)
+{
+    return s->cost_level > 0 ? s->cost_level : 1;
+}
+
+/* Cost per epoch at size i, interpolated in log space between measured sizes lo and hi; with
+ * `level` > 0, each taken back to that level of cost (cost_level) first. */
+static double interpolate(const struct bso_job *job, size_t i, int lo, int hi, double level)
+{
+    const struct bso_bs_stat *a = &job->stats[lo], *b = &job->stats[hi];
+    const double x = log2((double)job->spec.batch_sizes[i]);
+    const double x0 = log2((double)job->spec.batch_sizes[lo]);
+    const double x1 = log2((double)job->spec.batch_sizes[hi]);
+    double y0 = log(bso_bs_cost_per_epoch(a)), y1 = log(bso_bs_cost_per_epoch(b));
+    if (level > 0) {
+        y0 += log(level / level_of(a));
+        y1 += log(level / level_of(b));
+    }
+    return exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
+}
+
 double bso_policy_epoch_cost(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *st = job->stats;
@@ -108,19 +141,14 @@ double bso_policy_epoch_cost(const struct bso_job *job, size_t i)
             return steady_epoch(job, (size_t)best) * own /
                    bso_policy_sample_cost(job, (size_t)best);
     }
-    const size_t n = job->spec.n_batch_sizes;
-    int lo = -1, hi = -1;
-    for (int k = (int)i - 1; k >= 0 && lo < 0; k--)
-        if (st[k].epochs_sum > 0)
-            lo = k;
-    for (size_t k = i + 1; k < n && hi < 0; k++)
-        if (st[k].epochs_sum > 0)
-            hi = (int)k;
+    int lo, hi;
+    measured_neighbours(job, i, &lo, &hi);
     if (lo < 0 && hi < 0)
         return NAN;
     if (lo < 0 || hi < 0) { /* extrapolate from the two nearest on the measured side */
+        const int n = (int)job->spec.n_batch_sizes;
         int a = lo >= 0 ? lo : hi, b = -1;
-        for (int k = a + (lo >= 0 ? -1 : 1); k >= 0 && k < (int)n && b < 0; k += lo >= 0 ? -1 : 1)
+        for (int k = a + (lo >= 0 ? -1 : 1); k >= 0 && k < n && b < 0; k += lo >= 0 ? -1 : 1)
             if (st[k].epochs_sum > 0)
                 b = k;
         if (b < 0) /* one measured size: per-sample cost falls as batches grow, by a prior */
@@ -130,9 +158,16 @@ double bso_policy_epoch_cost(const struct bso_job *job, size_t i)
         lo = a < b ? a : b;
         hi = a < b ? b : a;
     }
-    const double x = log2((double)job->spec.batch_sizes[i]);
-    const double x0 = log2((double)job->spec.batch_sizes[lo]);
-    const double x1 = log2((double)job->spec.batch_sizes[hi]);
-    const double y0 = log(bso_bs_cost_per_epoch(&st[lo])), y1 = log(bso_bs_cost_per_epoch(&st[hi]));
-    return exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
+    return interpolate(job, i, lo, hi, 0);
+}
+
+double bso_policy_probe_epoch_cost(const struct bso_job *job, size_t i)
+{
+    const double per = bso_policy_epoch_cost(job, i);
+    int lo, hi;
+    measured_neighbours(job, i, &lo, &hi);
+    if (lo < 0 || hi < 0 || level_of(&job->stats[lo]) == level_of(&job->stats[hi]))
+        return per;
+    const double lower = fmin(level_of(&job->stats[lo]), level_of(&job->stats[hi]));
+    return fmin(per, interpolate(job, i, lo, hi, lower));
 }

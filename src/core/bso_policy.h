@@ -71,6 +71,11 @@ struct bso_bs_stat {
      * cost per epoch, on the guess that the whole job got dearer (more data), until a run here
      * tells (bso_change.c, follow_epoch_cost); 0: nothing pending. */
     double cost_shift;
+    /* The factor by which jumps in cost per epoch (the size's own, and guesses from others'
+     * that held) have moved this size's cost per epoch; 0 or 1: none. Where two measured sizes
+     * stand at different levels, a jump hit one and not the other, and a size between them
+     * may lie on either side of it (bso_policy_probe_epoch_cost). */
+    double cost_level;
     /* The job's last trial number when this size's last run reached the target, and when
      * its last run ended without: a size that failed after the job's last success failed in
      * the recurrence that is still looking for a model. */

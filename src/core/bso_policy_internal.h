@@ -70,6 +70,11 @@ double bso_policy_passed_epochs(const struct bso_job *job, size_t i);
  * a fixed cost per run and a factor, fitted over the sizes' first runs). */
 double bso_policy_steady_cost(const struct bso_job *job, double first);
 double bso_policy_sample_cost(const struct bso_job *job, size_t i);
+/* What one epoch at size i, unmeasured, may cost at best, as a probe is weighed: its cost per
+ * epoch (bso_policy_epoch_cost), or, where the measured sizes either side of it stand at
+ * different levels of cost (cost_level: a jump hit one and not the other), the interpolation
+ * with both at the lower one if that is less (the jump's range may end on either side of i). */
+double bso_policy_probe_epoch_cost(const struct bso_job *job, size_t i);
 
 /* bso_posterior.c */
 /* The pooled run-to-run variance of log epochs. */

@@ -69,8 +69,15 @@ static int closest_open(const struct bso_job *job, int from, int to, double targ
 static bool probe_gain(const struct bso_job *job, int c, double best_cost, double *gain)
 {
     /* A size made dearer only by a guess (a jump seen elsewhere) is weighed at its own cost,
-     * as Thompson sampling draws it: a probe there tests the guess. */
-    const double per = bso_bs_unguessed(&job->stats[c], bso_policy_epoch_cost(job, (size_t)c));
+     * as Thompson sampling draws it: a probe there tests the guess. One never run, between
+     * sizes a jump moved and did not move, at the lower of their levels where that is less:
+     * its first epoch tells which side of the jump it is on (time x2 at and above
+     * librispeech's optimum on the V100: the job left the dearer 48 for 24, and 32 between
+     * them, now the cheapest, was weighed at a cost halfway to 48's new level and never run). */
+    const double per =
+        bso_bs_unguessed(&job->stats[c], job->stats[c].status == BSO_BS_UNTRIED
+                                             ? bso_policy_probe_epoch_cost(job, (size_t)c)
+                                             : bso_policy_epoch_cost(job, (size_t)c));
     /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
      * per epoch is known, so by the central estimate, as at its go/no-go. */
     const double optimistic = job->stats[c].status == BSO_BS_PASSED

@@ -174,6 +174,7 @@ const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE] = {
     STAT(declared_mark),
     STAT(past_spread_ss),
     STAT(past_spread_dof),
+    STAT(cost_level),
 };
 
 double *bso_column_stat_field(struct bso_bs_stat *b, size_t at)
