@@ -2065,6 +2065,34 @@ static void test_probe_between_sizes_a_jump_moved_and_did_not_move(void **state)
     bso_job_clear(&job);
 }
 
+/* Epochs cost 1.6 times as much at 32, the best (8 epochs at 100), and at the sizes below it;
+ * 128 reached too (10 at 130, 1300), 64 never ran (at least 8 epochs, at about 114 an epoch
+ * between 32 and 128: 912, no better than 32's 800). 32's jump moves 128 to 208 an epoch as a
+ * guess, which no run tests: at its own cost 128 (1300) does not beat 32 now (1280). Between
+ * 32's new level and 128's guessed one, 64 would cost about 182 an epoch, 1459, and would never
+ * run; but 128's level is only a guess, and at the level it has borne out 64 may cost 912: a
+ * probe that repays (64 is outside the jump's range, where the new optimum lies). */
+static void test_probe_between_a_jumped_size_and_a_guessed_one(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    static const int64_t sizes[] = {32, 64, 128};
+    start_with(&job, sizes, 3, -1);
+    set_reached(&job, 0, 10, 8, 100, 10);
+    set_reached(&job, 2, 3, 10, 130, 5);
+    job.last_trial_number = 10;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 32);
+    job.last_trial_number = 11;
+    bso_policy_observe(&job, 0, 8 * 160, 8, BSO_RUN_REACHED);
+    assert_true(fabs(job.stats[2].cost_shift - 1.6) < 1e-9);
+    assert_true(bso_policy_epoch_cost(&job, 1) * 8 > 1280);
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 64);
+    bso_job_clear(&job);
+}
+
 /* 128 was passed over at its go/no-go (90 an epoch, about 11 epochs expected: dearer than 64's
  * 8 x 100). Then 64's cost per epoch doubles, and the guess that the whole job got dearer
  * moves 128 to 180. At its own cost 128 would now beat 64 (about 1018 against 1600), so the
@@ -2440,6 +2468,7 @@ int main(void)
         cmocka_unit_test(test_cost_jump_at_one_size_is_checked_and_undone),
         cmocka_unit_test(test_cost_jump_borne_out_on_one_side_is_still_a_guess_on_the_other),
         cmocka_unit_test(test_probe_between_sizes_a_jump_moved_and_did_not_move),
+        cmocka_unit_test(test_probe_between_a_jumped_size_and_a_guessed_one),
         cmocka_unit_test(test_search_weighs_a_guessed_size_at_its_own_cost),
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_window_keeps_exactly_the_last_runs),

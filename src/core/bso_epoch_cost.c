@@ -102,6 +102,12 @@ static double level_of(const struct bso_bs_stat *s)
     return s->cost_level > 0 ? s->cost_level : 1;
 }
 
+/* Its level without a guess made on another size's jump that no run here has borne out. */
+static double own_level(const struct bso_bs_stat *s)
+{
+    return bso_bs_unguessed(s, level_of(s));
+}
+
 /* Cost per epoch at size i, interpolated in log space between measured sizes lo and hi; with
  * `level` > 0, each taken back to that level of cost (cost_level) first. */
 static double interpolate(const struct bso_job *job, size_t i, int lo, int hi, double level)
@@ -166,8 +172,8 @@ double bso_policy_probe_epoch_cost(const struct bso_job *job, size_t i)
     const double per = bso_policy_epoch_cost(job, i);
     int lo, hi;
     measured_neighbours(job, i, &lo, &hi);
-    if (lo < 0 || hi < 0 || level_of(&job->stats[lo]) == level_of(&job->stats[hi]))
+    if (lo < 0 || hi < 0 || own_level(&job->stats[lo]) == own_level(&job->stats[hi]))
         return per;
-    const double lower = fmin(level_of(&job->stats[lo]), level_of(&job->stats[hi]));
+    const double lower = fmin(own_level(&job->stats[lo]), own_level(&job->stats[hi]));
     return fmin(per, interpolate(job, i, lo, hi, lower));
 }

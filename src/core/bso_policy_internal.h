@@ -72,8 +72,9 @@ double bso_policy_steady_cost(const struct bso_job *job, double first);
 double bso_policy_sample_cost(const struct bso_job *job, size_t i);
 /* What one epoch at size i, unmeasured, may cost at best, as a probe is weighed: its cost per
  * epoch (bso_policy_epoch_cost), or, where the measured sizes either side of it stand at
- * different levels of cost (cost_level: a jump hit one and not the other), the interpolation
- * with both at the lower one if that is less (the jump's range may end on either side of i). */
+ * different levels of cost (cost_level, without guesses no run has borne out: a jump hit one
+ * and not the other, or is only guessed at one), the interpolation with both at the lower one
+ * if that is less (the jump's range may end on either side of i). */
 double bso_policy_probe_epoch_cost(const struct bso_job *job, size_t i);
 
 /* bso_posterior.c */
