@@ -1,6 +1,7 @@
 #!/bin/bash
 # Changes outside the grid of tools/change-figures.sh (docs/policy.md, "Other changes"): costs
-# per epoch that move at some sizes only, epochs that fall (at some sizes, or at all), a change
+# per epoch that move at some sizes only (some picked by a range of batch sizes), epochs that
+# rise at a range only, epochs that fall (at some sizes, or at all), a change
 # in the first recurrences (the fifth, and the second: right after the job was set up), two
 # changes in one life (one that undoes the first), epochs x3 (past the grid's 2). One row per
 # change: the phase after it, geometric mean of the ratio to that phase's oracle over the 12
@@ -18,7 +19,7 @@ trap 'rm -rf "$work"' EXIT
 echo "| change | zeus | bso | bso worst cell | no model (zeus / bso) |"
 echo "|---|---|---|---|---|"
 for c in "20:time=2.0@>opt" "20:time=2.0@<opt" "20:time=2.0@>=opt" "20:time=2.0@<=opt" \
-         "20:time=1.5@opt" "20:time=1.3@<=opt" \
+         "20:time=1.5@opt" "20:time=1.3@<=opt" "20:time=1.6@8-48" "20:epochs=1.5@32-128" \
          "20:time=0.7@>=opt" "20:time=0.5@<opt" "20:epochs=0.6@>=opt" "20:epochs=0.6@<=opt" \
          "5:epochs=1.6@<=opt" "15:epochs=1.6@>=opt;35:epochs=0.7" "30:epochs=0.5" \
          "10:epochs=1.6@<=opt;30:epochs=0.625@<=opt" "2:epochs=2.0@<=opt" "2:epochs=2.0" \
