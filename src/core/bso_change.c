@@ -222,8 +222,8 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
          * only: a change may hit a range of sizes, and what this run shows is that the range
          * reaches from there to here. Sizes on the other side keep their marks until a run
          * there tells (epoch times x2 at and above librispeech's optimum on the V100: a probe
-         * of 64 bore out the jump at 48, the guess stayed on 32, whose epochs had not moved,
-         * and the job kept 48 at 1.9 times 32's cost). */
+         * of 64 bore out the jump at 48, the guess stayed on 32, whose epochs cost what they
+         * did, and the job kept 48 at 1.9 times 32's cost). */
         const int jumped = whole_job ? jumped_size(job, i) : -1;
         for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
             struct bso_bs_stat *o = &job->stats[k];
