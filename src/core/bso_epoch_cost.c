@@ -97,12 +97,14 @@ static void measured_neighbours(const struct bso_job *job, size_t i, int *lo, in
             *hi = (int)k;
 }
 
+/* Its level of cost (cost_level): 1 where no jump moved it. */
 static double level_of(const struct bso_bs_stat *s)
 {
     return s->cost_level > 0 ? s->cost_level : 1;
 }
 
-/* Its level without a guess made on another size's jump that no run here has borne out. */
+/* Its level without a guess that another size's jump made it dearer, which no run here has
+ * borne out (bso_bs_unguessed: as the search and Thompson sampling weigh it). */
 static double own_level(const struct bso_bs_stat *s)
 {
     return bso_bs_unguessed(s, level_of(s));
