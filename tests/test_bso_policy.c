@@ -2050,11 +2050,9 @@ static void test_probe_between_sizes_a_jump_moved_and_did_not_move(void **state)
     int64_t got;
     assert_int_equal(bso_policy_choose(&job, &got), 0);
     assert_int_equal(got, 64);
-    job.last_trial_number = 20;
-    bso_policy_observe(&job, 2, 7 * 140, 7, BSO_RUN_REACHED);
+    observe_at(&job, 2, 20, 7, 140, BSO_RUN_REACHED);
     assert_true(fabs(job.stats[0].cost_shift - 2) < 1e-9);
-    job.last_trial_number = 21;
-    bso_policy_observe(&job, 0, 6 * 110, 6, BSO_RUN_REACHED);
+    observe_at(&job, 0, 21, 6, 110, BSO_RUN_REACHED);
     assert_true(job.stats[0].cost_shift == 0);
     assert_true(fabs(bso_bs_cost_per_epoch(&job.stats[0]) - 110) < 1e-9);
     assert_true(fabs(job.stats[2].cost_level - 2) < 1e-9);
@@ -2084,8 +2082,7 @@ static void test_probe_between_a_jumped_size_and_a_guessed_one(void **state)
     int64_t got;
     assert_int_equal(bso_policy_choose(&job, &got), 0);
     assert_int_equal(got, 32);
-    job.last_trial_number = 11;
-    bso_policy_observe(&job, 0, 8 * 160, 8, BSO_RUN_REACHED);
+    observe_at(&job, 0, 11, 8, 160, BSO_RUN_REACHED);
     assert_true(fabs(job.stats[2].cost_shift - 1.6) < 1e-9);
     assert_true(bso_policy_epoch_cost(&job, 1) * 8 > 1280);
     assert_int_equal(bso_policy_choose(&job, &got), 0);
