@@ -231,7 +231,7 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
                 continue;
             if (o->cost_shift > 0 && !whole_job) {
                 o->cost_sum /= o->cost_shift;
-                o->cost_level = (o->cost_level > 0 ? o->cost_level : 1) / o->cost_shift;
+                o->cost_level = bso_bs_cost_level(o) / o->cost_shift;
             }
             o->cost_shift = 0;
         }
@@ -246,7 +246,7 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
         struct bso_bs_stat *o = &job->stats[k];
         o->cost_sum *= shift;
         if (o->epochs_sum > 0)
-            o->cost_level = (o->cost_level > 0 ? o->cost_level : 1) * shift;
+            o->cost_level = bso_bs_cost_level(o) * shift;
         if (k != i && o->epochs_sum > 0)
             o->cost_shift = (o->cost_shift > 0 ? o->cost_shift : 1) * shift;
     }

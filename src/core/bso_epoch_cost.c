@@ -97,17 +97,11 @@ static void measured_neighbours(const struct bso_job *job, size_t i, int *lo, in
             *hi = (int)k;
 }
 
-/* Its level of cost (cost_level): 1 where no jump moved it. */
-static double level_of(const struct bso_bs_stat *s)
-{
-    return s->cost_level > 0 ? s->cost_level : 1;
-}
-
 /* Its level without a guess that another size's jump made it dearer, which no run here has
  * borne out (bso_bs_unguessed: as the search and Thompson sampling weigh it). */
 static double own_level(const struct bso_bs_stat *s)
 {
-    return bso_bs_unguessed(s, level_of(s));
+    return bso_bs_unguessed(s, bso_bs_cost_level(s));
 }
 
 /* Cost per epoch at size i, interpolated in log space between measured sizes lo and hi; with
@@ -120,8 +114,8 @@ static double interpolate(const struct bso_job *job, size_t i, int lo, int hi, d
     const double x1 = log2((double)job->spec.batch_sizes[hi]);
     double y0 = log(bso_bs_cost_per_epoch(a)), y1 = log(bso_bs_cost_per_epoch(b));
     if (level > 0) {
-        y0 += log(level / level_of(a));
-        y1 += log(level / level_of(b));
+        y0 += log(level / bso_bs_cost_level(a));
+        y1 += log(level / bso_bs_cost_level(b));
     }
     return exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
 }

@@ -27,6 +27,8 @@ double bso_bs_mean_epochs(const struct bso_bs_stat *s);
 /* Its cost per epoch `per` without the guess that made it dearer when another size's cost
  * jumped (cost_shift): what it is judged by until a run tests the guess. */
 double bso_bs_unguessed(const struct bso_bs_stat *s, double per);
+/* Its level of cost (cost_level): 1 where no jump moved it. */
+double bso_bs_cost_level(const struct bso_bs_stat *s);
 /* One more run that reached in e epochs, within a window of the last w runs (0: all). */
 void bso_bs_add_epochs(struct bso_bs_stat *s, double e, int64_t w);
 /* The chance that a run at the size reaches the target: its runs that reached against those

@@ -17,6 +17,11 @@ double bso_bs_unguessed(const struct bso_bs_stat *s, double per)
     return s->cost_shift > 1 ? per / s->cost_shift : per;
 }
 
+double bso_bs_cost_level(const struct bso_bs_stat *s)
+{
+    return s->cost_level > 0 ? s->cost_level : 1;
+}
+
 double bso_bs_mean_epochs(const struct bso_bs_stat *s)
 {
     return s->sum_epochs / (double)s->successes;
