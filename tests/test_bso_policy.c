@@ -1289,12 +1289,12 @@ static void test_size_that_reached_since_the_change_is_not_a_step_of_the_search(
 
 /* 64 was the best (10 epochs at 100), 256 reached once (24 at 85), 128 was passed over after a
  * one-epoch probe and 32 never ran (16 does not fit). Then the epochs double at 64 and above:
- * 64's run raises the alarm (20 epochs), 128 reaches in 36 at 55 (1980, now the best since the
+ * 64's run raises the alarm (20 epochs), 128 reaches in `epochs128` at 55 (the best since the
  * change) and 256 in `epochs256`. The search from 128 stops at 64 below it, whose only run since
- * is the one that found the change, unless the change is seen to reach past 64 on 128's side
- * (256 needs twice its old epochs): then a change over a range of sizes may have spared those
- * beyond 64, and 32 is probed. Returns the size handed out next. */
-static int64_t next_after_a_change_above(int64_t epochs256)
+ * is the one that found the change, unless the change is seen to reach past 64 on 128's side (a
+ * size there needs more epochs than before): then a change over a range of sizes may have spared
+ * those beyond 64, and 32 is probed. Returns the size handed out next. */
+static int64_t next_after_a_change_above(int64_t epochs128, int64_t epochs256)
 {
     struct bso_job job;
     start(&job);
@@ -1304,7 +1304,7 @@ static int64_t next_after_a_change_above(int64_t epochs256)
     set_passed(&job, 3, 55);
     reach_until_the_alarm(&job, 2, 20, 100, 21);
     const double t = (double)job.last_trial_number;
-    observe_at(&job, 3, t + 1, 36, 55, BSO_RUN_REACHED);
+    observe_at(&job, 3, t + 1, epochs128, 55, BSO_RUN_REACHED);
     observe_at(&job, 4, t + 2, epochs256, 85, BSO_RUN_REACHED);
     assert_int_equal(bso_policy_best_good(&job, true), 3);
     return choose_and_clear(&job);
@@ -1313,8 +1313,13 @@ static int64_t next_after_a_change_above(int64_t epochs256)
 static void test_search_looks_past_the_alarm_where_the_change_reaches_the_other_way(void **state)
 {
     (void)state;
-    assert_int_equal(next_after_a_change_above(48), 32);
-    assert_true(next_after_a_change_above(24) != 32); /* 256 unchanged: 64 ends the search */
+    assert_int_equal(next_after_a_change_above(36, 48), 32); /* 256 needs twice its old 24 */
+    /* 128 never reached before; 64's 10 epochs and 256's 24 then put it near 15.5, and it needs
+     * 36: the change reached it. */
+    assert_int_equal(next_after_a_change_above(36, 24), 32);
+    /* Nothing on 128's side moved (16 epochs is about what 64 and 256 put it at): 64 ends the
+     * search. */
+    assert_true(next_after_a_change_above(16, 24) != 32);
 }
 
 /* Sizes 24..96 (64 the default): 24 reached in 7 epochs at 150 an epoch (the best, 1050) and

@@ -117,7 +117,7 @@ static double interpolate(const struct bso_job *job, size_t i, int lo, int hi, d
         y0 += log(level / bso_bs_cost_level(a));
         y1 += log(level / bso_bs_cost_level(b));
     }
-    return exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
+    return exp(bso_interpolate(x0, y0, x1, y1, x));
 }
 
 double bso_policy_epoch_cost(const struct bso_job *job, size_t i)

@@ -99,6 +99,10 @@ void bso_policy_sampling_posterior(const struct bso_job *job, double *mean_log, 
  * mean when the change was found), if it reached both before the change and since; false where
  * it cannot tell. */
 bool bso_policy_change_shift(const struct bso_job *job, size_t i, double *shift);
+/* The same for a size that reached since the change, where it had not reached before: against
+ * what the nearest sizes either side of it that had needed then, interpolated in log size
+ * (false where no such size lies on one side); otherwise bso_policy_change_shift. */
+bool bso_policy_change_shift_between(const struct bso_job *job, size_t i, double *shift);
 /* Size s's share of the pooled run-to-run spread: the relative sum of squares of its epochs
  * about their mean (*ss, a variance of log epochs times its degrees of freedom) and its
  * degrees of freedom (*dof: one per run beyond the first; both 0 under two runs). Without the
@@ -115,6 +119,9 @@ struct bso_line_fit {
 void bso_fit_add(struct bso_line_fit *f, double x, double y, double w);
 /* The slope, or `otherwise` with fewer than two distinct x. */
 double bso_fit_slope(const struct bso_line_fit *f, double otherwise);
+/* The line through (x0, y0) and (x1, y1) at x (x0 != x1): interpolation between two sizes, in
+ * log size. */
+double bso_interpolate(double x0, double y0, double x1, double y1, double x);
 
 /* bso_thompson.c: Thompson sampling over the sizes that reached the target (but those that
  * just failed in the recurrence): the size of the lowest draw, or -1 when none may run. Draws

@@ -93,6 +93,11 @@ void bso_fit_add(struct bso_line_fit *f, double x, double y, double w)
 }
 
 /* The slope, or `otherwise` with fewer than two distinct x. */
+double bso_interpolate(double x0, double y0, double x1, double y1, double x)
+{
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+}
+
 double bso_fit_slope(const struct bso_line_fit *f, double otherwise)
 {
     const double den = f->w * f->xx - f->x * f->x;
@@ -145,6 +150,34 @@ bool bso_policy_change_shift(const struct bso_job *job, size_t i, double *shift)
     if (!(s->pre_change_epochs > 0) || s->successes == 0 || !bso_policy_fresh(job, i))
         return false;
     *shift = log(bso_bs_mean_epochs(s) / s->pre_change_epochs);
+    return true;
+}
+
+/* Only between sizes known from before, not beyond them: the epochs a size needs are a smooth
+ * function of its size, which interpolation between two neighbours follows closely and a line
+ * extrapolated past the last one does not (measured: extrapolating lost a little on held-out
+ * workloads, docs/policy.md "The search looks past the alarm where the change reaches the other
+ * way"). */
+bool bso_policy_change_shift_between(const struct bso_job *job, size_t i, double *shift)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    if (s->pre_change_epochs > 0 || s->successes == 0 || !bso_policy_fresh(job, i))
+        return bso_policy_change_shift(job, i, shift);
+    const int n = (int)job->spec.n_batch_sizes;
+    int lo = -1, hi = -1;
+    for (int k = (int)i - 1; k >= 0 && lo < 0; k--)
+        if (job->stats[k].pre_change_epochs > 0)
+            lo = k;
+    for (int k = (int)i + 1; k < n && hi < 0; k++)
+        if (job->stats[k].pre_change_epochs > 0)
+            hi = k;
+    if (lo < 0 || hi < 0)
+        return false;
+    const int64_t *b = job->spec.batch_sizes;
+    const double before = bso_interpolate(
+        log2((double)b[lo]), log(job->stats[lo].pre_change_epochs), log2((double)b[hi]),
+        log(job->stats[hi].pre_change_epochs), log2((double)b[i]));
+    *shift = log(bso_bs_mean_epochs(s)) - before;
     return true;
 }
 

@@ -163,15 +163,18 @@ static int transferred_beyond(const struct bso_job *job, double best_cost)
 }
 
 /* Whether the job's last change reaches past size a on side dir: a size there, run since the
- * change and known from before it, needs more epochs than it did, by more than two spreads (its
- * mean's and one run's, as common_shift tests). */
+ * change, needs more epochs than it did, by more than two spreads (its mean's and one run's, as
+ * common_shift tests). A size that had not reached before is held to what the sizes either side
+ * of it that had needed then (bso_policy_change_shift_between): librispeech on the A40 after
+ * epochs x2.0 at and above its optimum (32), whose 64 first ran after the alarm at 32, doubled
+ * too, and 16 below the alarm, the new optimum, went unprobed while a stale 128 was drawn. */
 static bool change_reaches(const struct bso_job *job, int a, int dir)
 {
     const int n = (int)job->spec.n_batch_sizes;
     double cv2 = -1;
     for (int k = a + dir; k >= 0 && k < n; k += dir) {
         double shift;
-        if (!bso_policy_change_shift(job, (size_t)k, &shift))
+        if (!bso_policy_change_shift_between(job, (size_t)k, &shift))
             continue;
         if (cv2 < 0)
             cv2 = bso_policy_pooled_cv2(job); /* once, and only when a size can tell */

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "core/bso_policy.h"
+#include "core/bso_policy_internal.h"
 #include "core/job.h"
 
 /* The old job's epochs at batch size b, from its posterior: at a size that reached there, its
@@ -26,7 +27,7 @@ static double old_epochs(const struct bso_job *from, const double *mean_log, dou
         return 0;
     const double x0 = log2((double)from->spec.batch_sizes[lo]);
     const double x1 = log2((double)from->spec.batch_sizes[hi]);
-    const double y = mean_log[lo] + (mean_log[hi] - mean_log[lo]) * (log2(b) - x0) / (x1 - x0);
+    const double y = bso_interpolate(x0, mean_log[lo], x1, mean_log[hi], log2(b));
     const int k = bso_job_spec_index(&from->spec, (int64_t)b);
     const double censored = k >= 0 ? from->stats[k].censored_epochs : 0;
     return exp(y) > censored + 1 || censored == 0 ? exp(y) : censored + 1;
