@@ -92,12 +92,12 @@ void bso_fit_add(struct bso_line_fit *f, double x, double y, double w)
     f->points++;
 }
 
-/* The slope, or `otherwise` with fewer than two distinct x. */
 double bso_interpolate(double x0, double y0, double x1, double y1, double x)
 {
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0);
 }
 
+/* The slope, or `otherwise` with fewer than two distinct x. */
 double bso_fit_slope(const struct bso_line_fit *f, double otherwise)
 {
     const double den = f->w * f->xx - f->x * f->x;
@@ -156,8 +156,8 @@ bool bso_policy_change_shift(const struct bso_job *job, size_t i, double *shift)
 /* Only between sizes known from before, not beyond them: the epochs a size needs are a smooth
  * function of its size, which interpolation between two neighbours follows closely and a line
  * extrapolated past the last one does not (measured: extrapolating lost a little on held-out
- * workloads, docs/policy.md "The search looks past the alarm where the change reaches the other
- * way"). */
+ * workloads, docs/policy.md "A size first reached after the change is held to its neighbours
+ * from before"). */
 bool bso_policy_change_shift_between(const struct bso_job *job, size_t i, double *shift)
 {
     const struct bso_bs_stat *s = &job->stats[i];
