@@ -85,16 +85,10 @@ void bso_policy_set_profile(struct bso_job *job, size_t i, double samples_per_s,
     s->profile_joules_per_sample = joules_per_sample > 0 ? joules_per_sample : 0;
 }
 
-/* The measured sizes nearest to i below and above it (-1 where none is). */
-static void measured_neighbours(const struct bso_job *job, size_t i, int *lo, int *hi)
+/* Whether a size's cost per epoch is measured (bso_policy_nearest_sizes). */
+static bool measured(const struct bso_bs_stat *s)
 {
-    *lo = *hi = -1;
-    for (int k = (int)i - 1; k >= 0 && *lo < 0; k--)
-        if (job->stats[k].epochs_sum > 0)
-            *lo = k;
-    for (size_t k = i + 1; k < job->spec.n_batch_sizes && *hi < 0; k++)
-        if (job->stats[k].epochs_sum > 0)
-            *hi = (int)k;
+    return s->epochs_sum > 0;
 }
 
 /* Its level without a guess that another size's jump made it dearer, which no run here has
@@ -144,7 +138,7 @@ double bso_policy_epoch_cost(const struct bso_job *job, size_t i)
                    bso_policy_sample_cost(job, (size_t)best);
     }
     int lo, hi;
-    measured_neighbours(job, i, &lo, &hi);
+    bso_policy_nearest_sizes(job, i, measured, &lo, &hi);
     if (lo < 0 && hi < 0)
         return NAN;
     if (lo < 0 || hi < 0) { /* extrapolate from the two nearest on the measured side */
@@ -167,7 +161,7 @@ double bso_policy_probe_epoch_cost(const struct bso_job *job, size_t i)
 {
     const double per = bso_policy_epoch_cost(job, i);
     int lo, hi;
-    measured_neighbours(job, i, &lo, &hi);
+    bso_policy_nearest_sizes(job, i, measured, &lo, &hi);
     if (lo < 0 || hi < 0 || own_level(&job->stats[lo]) == own_level(&job->stats[hi]))
         return per;
     const double lower = fmin(own_level(&job->stats[lo]), own_level(&job->stats[hi]));

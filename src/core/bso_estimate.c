@@ -28,6 +28,18 @@ bool bso_policy_fresh(const struct bso_job *job, size_t i)
     return s->success_mark >= s->change_mark;
 }
 
+void bso_policy_nearest_sizes(const struct bso_job *job, size_t i,
+                              bool (*keep)(const struct bso_bs_stat *), int *lo, int *hi)
+{
+    *lo = *hi = -1;
+    for (int k = (int)i - 1; k >= 0 && *lo < 0; k--)
+        if (keep(&job->stats[k]))
+            *lo = k;
+    for (size_t k = i + 1; k < job->spec.n_batch_sizes && *hi < 0; k++)
+        if (keep(&job->stats[k]))
+            *hi = (int)k;
+}
+
 /* Whether size i's last run is the one that found the change (the job's last change): it ran as
  * the best, not as a step of the search. */
 bool bso_policy_raised_alarm(const struct bso_job *job, size_t i)

@@ -47,6 +47,10 @@ bool bso_policy_stale(const struct bso_job *job, size_t i);  /* reached only bef
 bool bso_policy_raised_alarm(const struct bso_job *job, size_t i); /* its last run found it */
 bool bso_policy_transferred(const struct bso_job *job);            /* holds another job's epochs */
 bool bso_policy_rechecked(const struct bso_job *job, size_t i);
+/* The sizes nearest to i below (*lo) and above (*hi) it whose statistics `keep` accepts; -1
+ * where none is. */
+void bso_policy_nearest_sizes(const struct bso_job *job, size_t i,
+                              bool (*keep)(const struct bso_bs_stat *), int *lo, int *hi);
 /* How far above an estimate of epochs resting on `runs` runs a run's epochs may lie by chance:
  * two spreads of that estimate and of the run's own noise, the run-to-run spread never taken
  * below BSO_PRIOR_CV (integer epochs make the pooled spread look tighter than runs are). */

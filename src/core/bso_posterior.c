@@ -153,6 +153,12 @@ bool bso_policy_change_shift(const struct bso_job *job, size_t i, double *shift)
     return true;
 }
 
+/* Whether a size had reached before the job last changed (bso_policy_nearest_sizes). */
+static bool reached_before_change(const struct bso_bs_stat *s)
+{
+    return s->pre_change_epochs > 0;
+}
+
 /* Only between sizes known from before, not beyond them: the epochs a size needs are a smooth
  * function of its size, which interpolation between two neighbours follows closely and a line
  * extrapolated past the last one does not (measured: extrapolating lost a little on held-out
@@ -163,14 +169,8 @@ bool bso_policy_change_shift_between(const struct bso_job *job, size_t i, double
     const struct bso_bs_stat *s = &job->stats[i];
     if (s->pre_change_epochs > 0 || s->successes == 0 || !bso_policy_fresh(job, i))
         return bso_policy_change_shift(job, i, shift);
-    const int n = (int)job->spec.n_batch_sizes;
-    int lo = -1, hi = -1;
-    for (int k = (int)i - 1; k >= 0 && lo < 0; k--)
-        if (job->stats[k].pre_change_epochs > 0)
-            lo = k;
-    for (int k = (int)i + 1; k < n && hi < 0; k++)
-        if (job->stats[k].pre_change_epochs > 0)
-            hi = k;
+    int lo, hi;
+    bso_policy_nearest_sizes(job, i, reached_before_change, &lo, &hi);
     if (lo < 0 || hi < 0)
         return false;
     const int64_t *b = job->spec.batch_sizes;
