@@ -149,8 +149,17 @@ bool bso_policy_risk_pays(const struct bso_job *job, size_t i, double e, double 
 /* The next size to probe around the best size g (expected cost best_cost), or -1. */
 int bso_policy_explore(const struct bso_job *job, int g, double best_cost);
 
+/* bso_thompson.c */
+/* What a run at size i that does not reach is expected to cost: max_epochs of it, or less
+ * where the beta bound (beta times the cost of g, the best since the change) stops it first. */
+double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g);
+
 /* bso_rescue.c: never stuck without a model. */
 bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in this recurrence */
+/* How near the failures of the recurrence still looking for a model came to raising the alarm
+ * that the job changed: the most change evidence (bso_policy_change_evidence, 0 to 1) of a size
+ * that failed since the last run that reached; 0 when none did. */
+double bso_policy_failing_evidence(const struct bso_job *job);
 /* The size a recurrence still looking for a model turns to when every size that reached the
  * target failed in it (or the job changed and none has reached since); -1 when nothing can
  * run. */

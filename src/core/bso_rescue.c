@@ -27,6 +27,18 @@ bool bso_policy_struck(const struct bso_job *job, size_t i)
     return job->stats[i].fail_mark > since || (failed_below > since && failed_above > since);
 }
 
+double bso_policy_failing_evidence(const struct bso_job *job)
+{
+    double since = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        since = fmax(since, job->stats[k].success_mark);
+    double evidence = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].fail_mark > since)
+            evidence = fmax(evidence, bso_policy_change_evidence(job, k));
+    return evidence;
+}
+
 /* A size's lowest plausible cost to the target: its epochs bound times its cost per epoch. */
 static double optimistic_cost(const struct bso_job *job, size_t i)
 {

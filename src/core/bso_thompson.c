@@ -10,9 +10,7 @@
 #include "core/job.h"
 #include "core/rng.h"
 
-/* What a run at size i that does not reach is expected to cost: max_epochs of it, or less
- * where the beta bound (beta times the cost of g, the best since the change) stops it first. */
-static double failed_run_cost(const struct bso_job *job, size_t i, int g)
+double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g)
 {
     const double to_max = (double)job->spec.max_epochs * bso_bs_cost_per_epoch(&job->stats[i]);
     if (!job->spec.has_beta_knob || g < 0)
@@ -95,7 +93,8 @@ int bso_policy_thompson(struct bso_job *job)
         const double missing = s->misses > 0 ? 1 - bso_bs_reach_chance(s) : 0;
         const double failing = s->fail_mark > s->success_mark ? 1.5 / (s->successes + 2) : 0;
         if (missing > 0 || failing > 0)
-            draw += fmax(missing, failing) * failed_run_cost(job, i, fresh_best(job, &f));
+            draw +=
+                fmax(missing, failing) * bso_policy_failed_run_cost(job, i, fresh_best(job, &f));
         draws[i] = draw;
     }
     int best = -1;
@@ -107,7 +106,7 @@ int bso_policy_thompson(struct bso_job *job)
          * the sizes on one side of the best leaves a far cheaper size beyond them). */
         if (bso_policy_stale(job, i) && fresh_best(job, &f) >= 0 &&
             past_a_rise(job, draws, f, i, change) &&
-            !(draws[i] + failed_run_cost(job, i, f) < draws[f]))
+            !(draws[i] + bso_policy_failed_run_cost(job, i, f) < draws[f]))
             continue;
         if (best < 0 || draws[i] < draws[best])
             best = (int)i;
