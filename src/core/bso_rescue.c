@@ -9,29 +9,33 @@
 #include "core/bso_policy_internal.h"
 #include "core/job.h"
 
+/* The job's last success: the last trial at which any size reached the target. */
+static double last_success(const struct bso_job *job)
+{
+    double since = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        since = fmax(since, job->stats[k].success_mark);
+    return since;
+}
+
 /* Whether size i is not handed out again in the recurrence that is still looking for a model:
- * it failed after the job's last success (the last trial at which any size reached the
- * target), or it lies between two sizes that did (sizes between two that failed likely fail
- * too). One pass: the latest success, and the latest failure on each side of i. */
+ * it failed after the job's last success, or it lies between two sizes that did (sizes between
+ * two that failed likely fail too). */
 bool bso_policy_struck(const struct bso_job *job, size_t i)
 {
-    double since = 0, failed_below = 0, failed_above = 0;
+    const double since = last_success(job);
+    double failed_below = 0, failed_above = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
-        const struct bso_bs_stat *s = &job->stats[k];
-        if (s->success_mark > since)
-            since = s->success_mark;
         double *failed = k < i ? &failed_below : &failed_above;
-        if (k != i && s->fail_mark > *failed)
-            *failed = s->fail_mark;
+        if (k != i && job->stats[k].fail_mark > *failed)
+            *failed = job->stats[k].fail_mark;
     }
     return job->stats[i].fail_mark > since || (failed_below > since && failed_above > since);
 }
 
 double bso_policy_failing_evidence(const struct bso_job *job)
 {
-    double since = 0;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        since = fmax(since, job->stats[k].success_mark);
+    const double since = last_success(job);
     double evidence = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
         if (job->stats[k].fail_mark > since)
