@@ -124,9 +124,7 @@ static bool explored_enough(const struct bso_job *job)
 {
     if (bso_policy_change_trial(job) > 0)
         return false;
-    double since = 0;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        since = fmax(since, job->stats[k].success_mark);
+    const double since = bso_policy_last_success(job);
     int misses = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         const struct bso_bs_stat *s = &job->stats[k];

@@ -155,6 +155,8 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost);
 double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g);
 
 /* bso_rescue.c: never stuck without a model. */
+/* The job's last success: the last trial at which any size reached the target (0: none). */
+double bso_policy_last_success(const struct bso_job *job);
 bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in this recurrence */
 /* How near the failures of the recurrence still looking for a model came to raising the alarm
  * that the job changed: the most change evidence (bso_policy_change_evidence, 0 to 1) of a size

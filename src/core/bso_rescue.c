@@ -9,8 +9,7 @@
 #include "core/bso_policy_internal.h"
 #include "core/job.h"
 
-/* The job's last success: the last trial at which any size reached the target. */
-static double last_success(const struct bso_job *job)
+double bso_policy_last_success(const struct bso_job *job)
 {
     double since = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
@@ -23,7 +22,7 @@ static double last_success(const struct bso_job *job)
  * two that failed likely fail too). */
 bool bso_policy_struck(const struct bso_job *job, size_t i)
 {
-    const double since = last_success(job);
+    const double since = bso_policy_last_success(job);
     double failed_below = 0, failed_above = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         double *failed = k < i ? &failed_below : &failed_above;
@@ -35,7 +34,7 @@ bool bso_policy_struck(const struct bso_job *job, size_t i)
 
 double bso_policy_failing_evidence(const struct bso_job *job)
 {
-    const double since = last_success(job);
+    const double since = bso_policy_last_success(job);
     double evidence = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
         if (job->stats[k].fail_mark > since)
@@ -313,11 +312,10 @@ int64_t bso_policy_out_of_reach(const struct bso_job *job, int64_t *since)
     *since = 0;
     if (job->spec.policy != BSO_POLICY_BSO)
         return 0;
-    double success = 0, failure = 0;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
-        success = fmax(success, job->stats[k].success_mark);
+    const double success = bso_policy_last_success(job);
+    double failure = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
         failure = fmax(failure, job->stats[k].fail_mark);
-    }
     *since = (int64_t)success;
     if (!(failure > success))
         return 0;
