@@ -1616,6 +1616,73 @@ static void test_rescue_skips_sizes_that_cannot_reach(void **state)
     }
 }
 
+/* Size i ran to max_epochs (20) at trial `mark`, the recurrence's latest run: its first miss
+ * (news), or one more at a size that had missed before and reached again since (no news). */
+static void fail_now(struct bso_job *job, size_t i, double mark, bool news)
+{
+    struct bso_bs_stat *s = &job->stats[i];
+    s->fail_mark = mark;
+    s->total_runs++;
+    s->misses = news ? 1 : 2;
+    s->misses_before_reaching = news ? 0 : 1;
+    job->last_trial_number = (int64_t)mark;
+}
+
+/* Every size of 16 to 256 reached in 10 epochs (ten runs each) at 110, 105, 100, 120 and 150 an
+ * epoch; in this recurrence 64, the best, ran to max_epochs (news, or not), then `then` did
+ * too (-1: nothing else). What runs next. */
+static int64_t next_after_failures(bool news, int then)
+{
+    struct bso_job job;
+    start(&job);
+    static const double per[] = {110, 105, 100, 120, 150};
+    for (size_t i = 0; i < 5; i++)
+        set_reached(&job, i, 10, 10, per[i], 10 + (double)i);
+    fail_now(&job, 2, 21, news);
+    if (then >= 0)
+        fail_now(&job, (size_t)then, 22, true);
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    bso_job_clear(&job);
+    return got;
+}
+
+/* 64 failed, then 32: the failures spread from 64 toward the smaller sizes, and 16, next in
+ * line, is hit too with chance 2 in 3 (Laplace's rule after one step out of one), charged two
+ * runs to max_epochs (4400): 128 goes, though 16 is cheaper (1100 against 1200). After 64's
+ * failure alone nothing has spread, and 32 goes (1050). Where 64 had missed before (its failure
+ * no news), the failures began at 32 and spread toward the larger sizes: 16 goes. And where 128
+ * failed after 64, the way up is the one charged: 32 goes. */
+static void test_failures_that_spread_are_not_followed(void **state)
+{
+    (void)state;
+    assert_int_equal(next_after_failures(true, 1), 128);
+    assert_int_equal(next_after_failures(true, -1), 32);
+    assert_int_equal(next_after_failures(false, 1), 16);
+    assert_int_equal(next_after_failures(true, 3), 32);
+}
+
+/* The same in a rescue: only 32 and 64 reached (10 epochs, at 90 and 100 an epoch), and both
+ * failed in this recurrence, 64 first; 16 and 128 were never run, and 16 looks the cheaper by
+ * its estimated cost per epoch. The failures spread down from 64, so 128 goes, unless 64's
+ * failure was no news: then they began at 32, and 16 goes. */
+static void test_rescue_does_not_follow_failures_that_spread(void **state)
+{
+    (void)state;
+    for (int news = 0; news <= 1; news++) {
+        struct bso_job job;
+        start(&job);
+        set_reached(&job, 1, 10, 10, 90, 10);
+        set_reached(&job, 2, 10, 10, 100, 11);
+        fail_now(&job, 2, 12, news);
+        fail_now(&job, 1, 13, true);
+        int64_t got;
+        assert_int_equal(bso_policy_choose(&job, &got), 0);
+        assert_int_equal(got, news ? 128 : 16);
+        bso_job_clear(&job);
+    }
+}
+
 /* 16 and 32 reached, and both just failed in this recurrence; every other size ran to
  * max_epochs (20) long ago and is not open. 16 is the cheaper run (10 epochs at 100 against
  * 12), but reached once in five runs to the end (four misses), 32 three times in five: a model
@@ -2464,6 +2531,8 @@ int main(void)
         cmocka_unit_test(test_failed_size_not_repeated_in_recurrence),
         cmocka_unit_test(test_one_failure_strikes_the_size_for_its_recurrence_only),
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
+        cmocka_unit_test(test_failures_that_spread_are_not_followed),
+        cmocka_unit_test(test_rescue_does_not_follow_failures_that_spread),
         cmocka_unit_test(test_size_that_misses_now_and_then_weighs_it),
         cmocka_unit_test(test_size_that_got_cheaper_starts_over_alone),
         cmocka_unit_test(test_first_run_far_below_the_runs_since_is_a_change),

@@ -162,6 +162,11 @@ bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in thi
  * that the job changed: the most change evidence (bso_policy_change_evidence, 0 to 1) of a size
  * that failed since the last run that reached; 0 when none did. */
 double bso_policy_failing_evidence(const struct bso_job *job);
+/* What a run at size k risks where the failures of the recurrence still looking for a model
+ * have spread from the size where they began toward k: the chance that they go on to k, as runs
+ * to max_epochs at k wasted on the way; 0 where they have not spread (docs/policy.md, "Failures
+ * that spread"). */
+double bso_policy_spread_risk(const struct bso_job *job, size_t k);
 /* The size a recurrence still looking for a model turns to when every size that reached the
  * target failed in it (or the job changed and none has reached since); -1 when nothing can
  * run. */

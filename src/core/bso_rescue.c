@@ -42,6 +42,51 @@ double bso_policy_failing_evidence(const struct bso_job *job)
     return evidence;
 }
 
+/* Whether size k counts as failed in the recurrence still looking for a model: it failed since
+ * the job's last success (`since`), or it is struck out between two sizes that did. */
+static bool failed_in_recurrence(const struct bso_job *job, int k, double since)
+{
+    return job->stats[k].fail_mark > since || bso_policy_struck(job, (size_t)k);
+}
+
+/* Whether size k's failure since the job's last success is news: k had reached the target, and
+ * this is the first run there to max_epochs (a size that misses now and then failing once more
+ * says nothing about the job). */
+static bool failure_is_news(const struct bso_bs_stat *s, double since)
+{
+    return s->fail_mark > since && s->total_successes > 0 && s->misses <= 1 &&
+           s->misses_before_reaching == 0;
+}
+
+double bso_policy_spread_risk(const struct bso_job *job, size_t k)
+{
+    const double since = bso_policy_last_success(job);
+    const int n = (int)job->spec.n_batch_sizes;
+    /* Where the failures began: the first size whose failure was news. */
+    int origin = -1;
+    for (int i = 0; i < n; i++)
+        if (failure_is_news(&job->stats[i], since) &&
+            (origin < 0 || job->stats[i].fail_mark < job->stats[origin].fail_mark))
+            origin = i;
+    if (origin < 0 || (int)k == origin)
+        return 0;
+    /* How far they spread from it toward k: the sizes next to it on that side that failed
+     * too, one after another. */
+    const int dir = (int)k < origin ? -1 : 1;
+    int edge = origin;
+    while (edge + dir >= 0 && edge + dir < n && failed_in_recurrence(job, edge + dir, since))
+        edge += dir;
+    const double spread = fabs((double)(edge - origin)), away = fabs((double)((int)k - edge));
+    if (spread < 1 || away < 1)
+        return 0;
+    /* A change hits a range of sizes. Each step of the spread so far went on; by Laplace's rule
+     * (a uniform prior on the chance that a step goes on), after s steps out of s the next j
+     * all go on with chance (s + 1) / (s + j + 1). Charged as a chance of reaching is (per_model):
+     * p / (1 - p) runs to max_epochs. */
+    const double p = (spread + 1) / (spread + away + 1);
+    return p / (1 - p) * (double)job->spec.max_epochs * bso_policy_epoch_cost(job, k);
+}
+
 /* A size's lowest plausible cost to the target: its epochs bound times its cost per epoch. */
 static double optimistic_cost(const struct bso_job *job, size_t i)
 {
@@ -256,6 +301,7 @@ int bso_policy_rescue(const struct bso_job *job)
         double cost;
         if (!may_rescue(job, k, reach, &cost))
             continue;
+        cost += bso_policy_spread_risk(job, k);
         if (best < 0 || cost < best_cost) {
             best = (int)k;
             best_cost = cost;

@@ -95,7 +95,8 @@ int bso_policy_thompson(struct bso_job *job)
         if (missing > 0 || failing > 0)
             draw +=
                 fmax(missing, failing) * bso_policy_failed_run_cost(job, i, fresh_best(job, &f));
-        draws[i] = draw;
+        /* Failures in this recurrence that spread toward it may reach it too. */
+        draws[i] = draw + bso_policy_spread_risk(job, i);
     }
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
