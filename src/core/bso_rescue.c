@@ -1,7 +1,8 @@
 /* Never stuck without a model: which sizes a recurrence that is still looking for a model
- * does not hand out again, which size it turns to when every size that reached has failed in
- * it, and since when the target is out of reach (docs/policy.md, "When the job changes",
- * "Never stuck without a model"). */
+ * does not hand out again, what a size risks where its failures spread, which size it turns to
+ * when every size that reached has failed in it, and since when the target is out of reach
+ * (docs/policy.md, "When the job changes", "Never stuck without a model" and "Failures that
+ * spread"). */
 #include "core/bso_policy.h"
 
 #include <math.h>
