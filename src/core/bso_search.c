@@ -85,10 +85,12 @@ static bool probe_gain(const struct bso_job *job, int c, double best_cost, doubl
                                   : bso_policy_epochs_bound(job, (size_t)c) * per;
     /* Worth a probe only if its possible saving over the recurrences still expected repays
      * about one epoch of it: the probe's first epoch then measures its real cost per epoch
-     * (see bso_policy_decide). No best to beat (every size that reached just failed): the
-     * cheapest-looking goes. */
-    *gain =
-        isinf(best_cost) ? -optimistic : (best_cost - optimistic) * bso_policy_horizon(job) - per;
+     * (see bso_policy_decide), and, in a recurrence whose failures spread toward it, the runs
+     * they may waste there (bso_policy_spread_risk). No best to beat (every size that reached
+     * just failed): the cheapest-looking goes. */
+    *gain = isinf(best_cost) ? -optimistic
+                             : (best_cost - optimistic) * bso_policy_horizon(job) - per -
+                                   bso_policy_spread_risk(job, (size_t)c);
     return optimistic < best_cost && (isinf(best_cost) || *gain > 0);
 }
 
