@@ -1662,6 +1662,31 @@ static void test_failures_that_spread_are_not_followed(void **state)
     assert_int_equal(next_after_failures(true, 3), 32);
 }
 
+/* A probe weighs the spread too: 16, 64 and 128 reached in 10 epochs (ten runs each, at 110, 100
+ * and 120 an epoch) and 32 was never run. In this recurrence 128 ran to max_epochs, then 64:
+ * the search from 16, the best left, would probe 32 (by the bound from 16, 10 epochs at about
+ * 105: 1050 against 1100, repaid over thirty recurrences), but the failures spread down from
+ * 128, and a run at 32, next in line, risks two runs to max_epochs (4200): 16 runs. After 64's
+ * failure alone, nothing has spread, and 32 is probed. */
+static void test_probe_weighs_failures_that_spread(void **state)
+{
+    (void)state;
+    for (int spread = 0; spread <= 1; spread++) {
+        struct bso_job job;
+        start(&job);
+        set_reached(&job, 0, 10, 10, 110, 10);
+        set_reached(&job, 2, 10, 10, 100, 11);
+        set_reached(&job, 3, 10, 10, 120, 12);
+        if (spread)
+            fail_now(&job, 3, 21, true);
+        fail_now(&job, 2, 22, true);
+        int64_t got;
+        assert_int_equal(bso_policy_choose(&job, &got), 0);
+        assert_int_equal(got, spread ? 16 : 32);
+        bso_job_clear(&job);
+    }
+}
+
 /* The same in a rescue: only 32 and 64 reached (10 epochs, at 90 and 100 an epoch), and both
  * failed in this recurrence, 64 first; 16 and 128 were never run, and 16 looks the cheaper by
  * its estimated cost per epoch. The failures spread down from 64, so 128 goes, unless 64's
@@ -2533,6 +2558,7 @@ int main(void)
         cmocka_unit_test(test_size_that_just_failed_weighs_its_failure),
         cmocka_unit_test(test_failures_that_spread_are_not_followed),
         cmocka_unit_test(test_rescue_does_not_follow_failures_that_spread),
+        cmocka_unit_test(test_probe_weighs_failures_that_spread),
         cmocka_unit_test(test_size_that_misses_now_and_then_weighs_it),
         cmocka_unit_test(test_size_that_got_cheaper_starts_over_alone),
         cmocka_unit_test(test_first_run_far_below_the_runs_since_is_a_change),
