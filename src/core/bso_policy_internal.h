@@ -162,11 +162,17 @@ bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in thi
  * that the job changed: the most change evidence (bso_policy_change_evidence, 0 to 1) of a size
  * that failed since the last run that reached; 0 when none did. */
 double bso_policy_failing_evidence(const struct bso_job *job);
-/* What a run at size k risks where the failures of the recurrence still looking for a model
- * have spread from the size where they began toward k: the chance that they go on to k, as runs
- * to max_epochs at k wasted on the way; 0 where they have not spread (docs/policy.md, "Failures
- * that spread"). */
-double bso_policy_spread_risk(const struct bso_job *job, size_t k);
+/* Where the failures of the recurrence still looking for a model began (origin: the first size
+ * whose failure was news; -1: none) and the run of sizes about it that failed in it too, or are
+ * struck out between two that did: [lo, hi]. Looked up once per decision (bso_policy_spread). */
+struct bso_spread {
+    int origin, lo, hi;
+};
+void bso_policy_spread(const struct bso_job *job, struct bso_spread *out);
+/* What a run at size k risks where those failures have spread from their origin toward k: the
+ * chance that they go on to k, as runs to max_epochs at k wasted on the way; 0 where they have
+ * not spread (docs/policy.md, "Failures that spread"). */
+double bso_policy_spread_risk(const struct bso_job *job, const struct bso_spread *spread, size_t k);
 /* The size a recurrence still looking for a model turns to when every size that reached the
  * target failed in it (or the job changed and none has reached since); -1 when nothing can
  * run. */

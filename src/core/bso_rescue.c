@@ -59,32 +59,39 @@ static bool failure_is_news(const struct bso_bs_stat *s, double since)
            s->misses_before_reaching == 0;
 }
 
-double bso_policy_spread_risk(const struct bso_job *job, size_t k)
+void bso_policy_spread(const struct bso_job *job, struct bso_spread *out)
 {
     const double since = bso_policy_last_success(job);
     const int n = (int)job->spec.n_batch_sizes;
-    /* Where the failures began: the first size whose failure was news. */
-    int origin = -1;
+    out->origin = -1;
     for (int i = 0; i < n; i++)
         if (failure_is_news(&job->stats[i], since) &&
-            (origin < 0 || job->stats[i].fail_mark < job->stats[origin].fail_mark))
-            origin = i;
-    if (origin < 0 || (int)k == origin)
+            (out->origin < 0 || job->stats[i].fail_mark < job->stats[out->origin].fail_mark))
+            out->origin = i;
+    out->lo = out->hi = out->origin;
+    if (out->origin < 0)
+        return;
+    while (out->lo > 0 && failed_in_recurrence(job, out->lo - 1, since))
+        out->lo--;
+    while (out->hi + 1 < n && failed_in_recurrence(job, out->hi + 1, since))
+        out->hi++;
+}
+
+double bso_policy_spread_risk(const struct bso_job *job, const struct bso_spread *spread, size_t k)
+{
+    if (spread->origin < 0 || (int)k == spread->origin)
         return 0;
-    /* How far they spread from it toward k: the sizes next to it on that side that failed
-     * too, one after another. */
-    const int dir = (int)k < origin ? -1 : 1;
-    int edge = origin;
-    while (edge + dir >= 0 && edge + dir < n && failed_in_recurrence(job, edge + dir, since))
-        edge += dir;
-    const double spread = fabs((double)(edge - origin)), away = fabs((double)((int)k - edge));
-    if (spread < 1 || away < 1)
+    /* How far the failures spread from their origin toward k. */
+    const int edge = (int)k < spread->origin ? spread->lo : spread->hi;
+    const double steps = fabs((double)(edge - spread->origin)),
+                 away = fabs((double)((int)k - edge));
+    if (steps < 1 || away < 1)
         return 0;
     /* A change hits a range of sizes. Each step of the spread so far went on; by Laplace's rule
      * (a uniform prior on the chance that a step goes on), after s steps out of s the next j
      * all go on with chance (s + 1) / (s + j + 1). Charged as a chance of reaching is (per_model):
      * p / (1 - p) runs to max_epochs. */
-    const double p = (spread + 1) / (spread + away + 1);
+    const double p = (steps + 1) / (steps + away + 1);
     return p / (1 - p) * (double)job->spec.max_epochs * bso_policy_epoch_cost(job, k);
 }
 
@@ -296,13 +303,15 @@ static bool goes_first(const struct last_resort *a, const struct last_resort *b)
 int bso_policy_rescue(const struct bso_job *job)
 {
     const double reach = rescue_reach(job);
+    struct bso_spread spread;
+    bso_policy_spread(job, &spread);
     int best = -1;
     double best_cost = INFINITY;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         double cost;
         if (!may_rescue(job, k, reach, &cost))
             continue;
-        cost += bso_policy_spread_risk(job, k);
+        cost += bso_policy_spread_risk(job, &spread, k);
         if (best < 0 || cost < best_cost) {
             best = (int)k;
             best_cost = cost;

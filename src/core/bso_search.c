@@ -66,7 +66,8 @@ static int closest_open(const struct bso_job *job, int from, int to, double targ
 
 /* What probing size c is worth against best_cost: its possible saving over the recurrences still
  * expected, less about one epoch of it; false when it cannot beat best_cost or does not repay. */
-static bool probe_gain(const struct bso_job *job, int c, double best_cost, double *gain)
+static bool probe_gain(const struct bso_job *job, int c, double best_cost,
+                       const struct bso_spread *spread, double *gain)
 {
     /* A size made dearer only by a guess (a jump seen elsewhere) is weighed at its own cost,
      * as Thompson sampling draws it: a probe there tests the guess. One never run, between
@@ -90,7 +91,7 @@ static bool probe_gain(const struct bso_job *job, int c, double best_cost, doubl
      * just failed): the cheapest-looking goes. */
     *gain = isinf(best_cost) ? -optimistic
                              : (best_cost - optimistic) * bso_policy_horizon(job) - per -
-                                   bso_policy_spread_risk(job, (size_t)c);
+                                   bso_policy_spread_risk(job, spread, (size_t)c);
     return optimistic < best_cost && (isinf(best_cost) || *gain > 0);
 }
 
@@ -107,12 +108,12 @@ static bool searched_past(const struct bso_job *job, size_t k)
 /* The open size in [from, to] whose probe repays most against best_cost (probe_gain), with
  * its gain; -1 if none repays. */
 static int most_gain_between(const struct bso_job *job, int from, int to, double best_cost,
-                             double *gain)
+                             const struct bso_spread *spread, double *gain)
 {
     int pick = -1;
     for (int k = from; k <= to; k++) {
         double g;
-        if (bso_policy_open_size(job, (size_t)k) && probe_gain(job, k, best_cost, &g) &&
+        if (bso_policy_open_size(job, (size_t)k) && probe_gain(job, k, best_cost, spread, &g) &&
             (pick < 0 || g > *gain)) {
             pick = k;
             *gain = g;
@@ -207,6 +208,8 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
 {
     const int n = (int)job->spec.n_batch_sizes;
     const double xg = log2((double)job->spec.batch_sizes[g]);
+    struct bso_spread spread;
+    bso_policy_spread(job, &spread);
     int pick = -1;
     double pick_gain = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
@@ -237,7 +240,7 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
         if (c < 0)
             continue;
         double gain;
-        bool pays = probe_gain(job, c, best_cost, &gain);
+        bool pays = probe_gain(job, c, best_cost, &spread, &gain);
         const bool bisecting = edge >= 0 && edge < n;
         if (!pays && bisecting && bso_policy_change_trial(job) > 0) {
             /* After a change, a bisection point that does not repay does not speak for the
@@ -251,8 +254,9 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
              * its optimum: from 64, a probe of 256 ran 89 epochs before it was stopped). Before
              * any change the bisection point stands for its half of the bracket (weighing every
              * size there cost more in probes than it found: docs/policy.md). */
-            const int inner = dir > 0 ? most_gain_between(job, from, c - 1, best_cost, &gain)
-                                      : most_gain_between(job, c + 1, to, best_cost, &gain);
+            const int inner = dir > 0
+                                  ? most_gain_between(job, from, c - 1, best_cost, &spread, &gain)
+                                  : most_gain_between(job, c + 1, to, best_cost, &spread, &gain);
             if (inner >= 0) {
                 c = inner;
                 pays = true;
@@ -266,7 +270,7 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
             const int half = halfway_to_ran(job, g, dir);
             if (half >= 0) {
                 c = half;
-                pays = probe_gain(job, c, best_cost, &gain);
+                pays = probe_gain(job, c, best_cost, &spread, &gain);
             }
         }
         if (!pays)

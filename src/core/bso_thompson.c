@@ -73,6 +73,8 @@ int bso_policy_thompson(struct bso_job *job)
     double draws[BSO_MAX_BATCH_SIZES];
     bso_policy_sampling_posterior(job, mean_log, sd_log);
     const double change = (double)bso_policy_change_trial(job);
+    struct bso_spread spread;
+    bso_policy_spread(job, &spread);
     int f = -2; /* the best since the change, once a failed size or a stale one needs it */
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         draws[i] = NAN;
@@ -96,7 +98,7 @@ int bso_policy_thompson(struct bso_job *job)
             draw +=
                 fmax(missing, failing) * bso_policy_failed_run_cost(job, i, fresh_best(job, &f));
         /* Failures in this recurrence that spread toward it may reach it too. */
-        draws[i] = draw + bso_policy_spread_risk(job, i);
+        draws[i] = draw + bso_policy_spread_risk(job, &spread, i);
     }
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
