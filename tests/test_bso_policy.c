@@ -1641,10 +1641,7 @@ static int64_t next_after_failures(bool news, int then)
     fail_now(&job, 2, 21, news);
     if (then >= 0)
         fail_now(&job, (size_t)then, 22, true);
-    int64_t got;
-    assert_int_equal(bso_policy_choose(&job, &got), 0);
-    bso_job_clear(&job);
-    return got;
+    return choose_and_clear(&job);
 }
 
 /* 64 failed, then 32: the failures spread from 64 toward the smaller sizes, and 16, next in
@@ -1680,10 +1677,7 @@ static void test_probe_weighs_failures_that_spread(void **state)
         if (spread)
             fail_now(&job, 3, 21, true);
         fail_now(&job, 2, 22, true);
-        int64_t got;
-        assert_int_equal(bso_policy_choose(&job, &got), 0);
-        assert_int_equal(got, spread ? 16 : 32);
-        bso_job_clear(&job);
+        assert_int_equal(choose_and_clear(&job), spread ? 16 : 32);
     }
 }
 
@@ -1701,10 +1695,7 @@ static void test_rescue_does_not_follow_failures_that_spread(void **state)
         set_reached(&job, 2, 10, 10, 100, 11);
         fail_now(&job, 2, 12, news);
         fail_now(&job, 1, 13, true);
-        int64_t got;
-        assert_int_equal(bso_policy_choose(&job, &got), 0);
-        assert_int_equal(got, news ? 128 : 16);
-        bso_job_clear(&job);
+        assert_int_equal(choose_and_clear(&job), news ? 128 : 16);
     }
 }
 

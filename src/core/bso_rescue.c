@@ -43,58 +43,6 @@ double bso_policy_failing_evidence(const struct bso_job *job)
     return evidence;
 }
 
-/* Whether size k counts as failed in the recurrence still looking for a model: it failed since
- * the job's last success (`since`), or it is struck out between two sizes that did. */
-static bool failed_in_recurrence(const struct bso_job *job, int k, double since)
-{
-    return job->stats[k].fail_mark > since || bso_policy_struck(job, (size_t)k);
-}
-
-/* Whether size k's failure since the job's last success is news: k had reached the target, and
- * this is the first run there to max_epochs (a size that misses now and then failing once more
- * says nothing about the job). */
-static bool failure_is_news(const struct bso_bs_stat *s, double since)
-{
-    return s->fail_mark > since && s->total_successes > 0 && s->misses <= 1 &&
-           s->misses_before_reaching == 0;
-}
-
-void bso_policy_spread(const struct bso_job *job, struct bso_spread *out)
-{
-    const double since = bso_policy_last_success(job);
-    const int n = (int)job->spec.n_batch_sizes;
-    out->origin = -1;
-    for (int i = 0; i < n; i++)
-        if (failure_is_news(&job->stats[i], since) &&
-            (out->origin < 0 || job->stats[i].fail_mark < job->stats[out->origin].fail_mark))
-            out->origin = i;
-    out->lo = out->hi = out->origin;
-    if (out->origin < 0)
-        return;
-    while (out->lo > 0 && failed_in_recurrence(job, out->lo - 1, since))
-        out->lo--;
-    while (out->hi + 1 < n && failed_in_recurrence(job, out->hi + 1, since))
-        out->hi++;
-}
-
-double bso_policy_spread_risk(const struct bso_job *job, const struct bso_spread *spread, size_t k)
-{
-    if (spread->origin < 0 || (int)k == spread->origin)
-        return 0;
-    /* How far the failures spread from their origin toward k. */
-    const int edge = (int)k < spread->origin ? spread->lo : spread->hi;
-    const double steps = fabs((double)(edge - spread->origin)),
-                 away = fabs((double)((int)k - edge));
-    if (steps < 1 || away < 1)
-        return 0;
-    /* A change hits a range of sizes. Each step of the spread so far went on; by Laplace's rule
-     * (a uniform prior on the chance that a step goes on), after s steps out of s the next j
-     * all go on with chance (s + 1) / (s + j + 1). Charged as a chance of reaching is (per_model):
-     * p / (1 - p) runs to max_epochs. */
-    const double p = (steps + 1) / (steps + away + 1);
-    return p / (1 - p) * (double)job->spec.max_epochs * bso_policy_epoch_cost(job, k);
-}
-
 /* A size's lowest plausible cost to the target: its epochs bound times its cost per epoch. */
 static double optimistic_cost(const struct bso_job *job, size_t i)
 {
@@ -168,6 +116,52 @@ static bool may_rescue(const struct bso_job *job, size_t k, double reach, double
 static double per_model(const struct bso_job *job, double run, double p, double per)
 {
     return run + (1 - p) / p * (double)job->spec.max_epochs * per;
+}
+
+/* Whether size k's failure since the job's last success is news: k had reached the target, and
+ * this is the first run there to max_epochs (a size that misses now and then failing once more
+ * says nothing about the job). */
+static bool failure_is_news(const struct bso_bs_stat *s, double since)
+{
+    return s->fail_mark > since && s->total_successes > 0 && s->misses <= 1 &&
+           s->misses_before_reaching == 0;
+}
+
+void bso_policy_spread(const struct bso_job *job, struct bso_spread *out)
+{
+    const double since = bso_policy_last_success(job);
+    const int n = (int)job->spec.n_batch_sizes;
+    out->origin = -1;
+    for (int i = 0; i < n; i++)
+        if (failure_is_news(&job->stats[i], since) &&
+            (out->origin < 0 || job->stats[i].fail_mark < job->stats[out->origin].fail_mark))
+            out->origin = i;
+    out->lo = out->hi = out->origin;
+    if (out->origin < 0)
+        return;
+    /* The sizes about it that failed in the recurrence too, or lie between two that did: those
+     * it does not hand out again (bso_policy_struck). */
+    while (out->lo > 0 && bso_policy_struck(job, (size_t)out->lo - 1))
+        out->lo--;
+    while (out->hi + 1 < n && bso_policy_struck(job, (size_t)out->hi + 1))
+        out->hi++;
+}
+
+double bso_policy_spread_risk(const struct bso_job *job, const struct bso_spread *spread, size_t k)
+{
+    if (spread->origin < 0 || (int)k == spread->origin)
+        return 0;
+    /* How far the failures spread from their origin toward k. */
+    const int edge = (int)k < spread->origin ? spread->lo : spread->hi;
+    const double steps = fabs((double)(edge - spread->origin)),
+                 away = fabs((double)((int)k - edge));
+    if (steps < 1 || away < 1)
+        return 0;
+    /* A change hits a range of sizes. Each step of the spread so far went on; by Laplace's rule
+     * (a uniform prior on the chance that a step goes on), after s steps out of s the next j
+     * all go on with chance (s + 1) / (s + j + 1): k is spared with chance j / (s + j + 1),
+     * and charged for that chance of reaching as a model is (per_model). */
+    return per_model(job, 0, away / (steps + away + 1), bso_policy_epoch_cost(job, k));
 }
 
 /* What a model is expected to cost at size i, which reached the target before, when each run
