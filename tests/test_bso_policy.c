@@ -1390,6 +1390,45 @@ static void test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket(vo
     assert_int_equal(search_within_the_bracket(true, passed), -1);
 }
 
+/* Sizes 16..128: 64 is the best since a change at trial 20 (10 epochs at 100 an epoch), 128
+ * reached since too (14 at 80), 16 never reached; 32 (180 an epoch) and 96 (88) have not run
+ * since. Both repay a probe by their optimistic bounds: 32 by the steps law from 64, 5 epochs
+ * (900, a saving of 100 per run), 96 by the same law from 128, 10.5 (924, 76). The central
+ * estimates, on the curve through 64 and 128, are about 7.1 epochs for 32 (1290) and 12.2 for
+ * 96 (1070). What the search probes from 64, after the change (`changed`) or with none. */
+static int64_t probe_between_loose_bounds(bool changed)
+{
+    static const int64_t sizes[] = {16, 32, 64, 96, 128};
+    struct bso_job job;
+    start_with(&job, sizes, 5, -1);
+    set_reached(&job, 2, 3, 10, 100, 24);
+    set_reached(&job, 4, 2, 14, 80, 23);
+    static const size_t unrun[] = {0, 1, 3};
+    static const double per[] = {400, 180, 88};
+    for (size_t k = 0; k < 3; k++) { /* measured, not run to the target */
+        job.stats[unrun[k]].epochs_sum = 1;
+        job.stats[unrun[k]].cost_sum = per[k];
+    }
+    job.stats[0].status = BSO_BS_FAILED;
+    for (size_t i = 0; changed && i < job.spec.n_batch_sizes; i++)
+        job.stats[i].change_mark = 20;
+    job.last_trial_number = 25;
+    const int c = bso_policy_explore(&job, 2, bso_bs_expected_cost(&job.stats[2]));
+    const int64_t probed = c >= 0 ? sizes[c] : -1;
+    bso_job_clear(&job);
+    return probed;
+}
+
+/* After a change the search's two candidates are ranked by their central estimates: 96, whose
+ * saving is likelier, before 32, whose looser bound promises more. Before any change the
+ * optimistic bounds rank them, as the search's exploration always did. */
+static void test_after_a_change_the_search_ranks_its_probes_by_the_central_estimate(void **state)
+{
+    (void)state;
+    assert_int_equal(probe_between_loose_bounds(true), 96);
+    assert_int_equal(probe_between_loose_bounds(false), 32);
+}
+
 /* The job changed at trial 20: 32 (10 epochs x 80) is the best since, 64 and 128 reached since
  * at `per64` and `per128` a epoch, and 256 is known only from before (10 x 60: the cheapest,
  * if that still held). Nothing is left to search. How often in 400 choices 256 is handed
@@ -2563,6 +2602,7 @@ int main(void)
         cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
         cmocka_unit_test(test_search_looks_past_the_alarm_where_the_change_reaches_the_other_way),
         cmocka_unit_test(test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket),
+        cmocka_unit_test(test_after_a_change_the_search_ranks_its_probes_by_the_central_estimate),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),

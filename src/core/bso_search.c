@@ -64,21 +64,36 @@ static int closest_open(const struct bso_job *job, int from, int to, double targ
     return best;
 }
 
+/* The cost per epoch a probe of size c is weighed at. A size made dearer only by a guess (a
+ * jump seen elsewhere) is weighed at its own cost, as Thompson sampling draws it: a probe there
+ * tests the guess. One never run, between sizes a jump moved and did not move, at the lower of
+ * their levels where that is less: its first epoch tells which side of the jump it is on (time
+ * x2 at and above librispeech's optimum on the V100: the job left the dearer 48 for 24, and 32
+ * between them, now the cheapest, was weighed at a cost halfway to 48's new level and never
+ * run). */
+static double probe_per_epoch(const struct bso_job *job, int c)
+{
+    return bso_bs_unguessed(&job->stats[c], job->stats[c].status == BSO_BS_UNTRIED
+                                                ? bso_policy_probe_epoch_cost(job, (size_t)c)
+                                                : bso_policy_epoch_cost(job, (size_t)c));
+}
+
+/* What a probe of size c is expected to cost by the central estimate of its epochs (a size
+ * passed over: what its go/no-go and stop read), where probe_gain takes the optimistic bound. */
+static double central_probe_cost(const struct bso_job *job, int c)
+{
+    const double epochs = job->stats[c].status == BSO_BS_PASSED
+                              ? bso_policy_passed_epochs(job, (size_t)c)
+                              : bso_policy_epochs_estimate(job, (size_t)c);
+    return epochs * probe_per_epoch(job, c);
+}
+
 /* What probing size c is worth against best_cost: its possible saving over the recurrences still
  * expected, less about one epoch of it; false when it cannot beat best_cost or does not repay. */
 static bool probe_gain(const struct bso_job *job, int c, double best_cost,
                        const struct bso_spread *spread, double *gain)
 {
-    /* A size made dearer only by a guess (a jump seen elsewhere) is weighed at its own cost,
-     * as Thompson sampling draws it: a probe there tests the guess. One never run, between
-     * sizes a jump moved and did not move, at the lower of their levels where that is less:
-     * its first epoch tells which side of the jump it is on (time x2 at and above
-     * librispeech's optimum on the V100: the job left the dearer 48 for 24, and 32 between
-     * them, now the cheapest, was weighed at a cost halfway to 48's new level and never run). */
-    const double per =
-        bso_bs_unguessed(&job->stats[c], job->stats[c].status == BSO_BS_UNTRIED
-                                             ? bso_policy_probe_epoch_cost(job, (size_t)c)
-                                             : bso_policy_epoch_cost(job, (size_t)c));
+    const double per = probe_per_epoch(job, c);
     /* Untried: judged optimistically (its first epoch will tell). Passed over: its cost
      * per epoch is known, so by the central estimate, as at its go/no-go. */
     const double optimistic = job->stats[c].status == BSO_BS_PASSED
@@ -210,8 +225,13 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
     const double xg = log2((double)job->spec.batch_sizes[g]);
     struct bso_spread spread;
     bso_policy_spread(job, &spread);
+    /* After a change, the two sides' candidates, each worth a probe by its optimistic bound,
+     * are ranked by their central estimates (docs/policy.md, "The search ranks its probes by
+     * the central estimate after a change"): the bounds are loose unequally, and the loosest
+     * is not the likeliest saving. */
+    const bool rank_central = bso_policy_change_trial(job) > 0;
     int pick = -1;
-    double pick_gain = 0;
+    double pick_rank = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
         /* The nearest size on this side that ends the search (ends_search), or past the
          * end. */
@@ -275,9 +295,10 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
         }
         if (!pays)
             continue;
-        if (pick < 0 || gain > pick_gain) {
+        const double rank = rank_central ? -central_probe_cost(job, c) : gain;
+        if (pick < 0 || rank > pick_rank) {
             pick = c;
-            pick_gain = gain;
+            pick_rank = rank;
         }
     }
     if (pick < 0 && isfinite(best_cost))
