@@ -79,13 +79,15 @@ static double probe_per_epoch(const struct bso_job *job, int c)
 }
 
 /* What a probe of size c is expected to cost by the central estimate of its epochs (a size
- * passed over: what its go/no-go and stop read), where probe_gain takes the optimistic bound. */
+ * passed over: what its go/no-go and stop read), where probe_gain takes the optimistic bound;
+ * INFINITY where no estimate can be made, so that such a size ranks last. */
 static double central_probe_cost(const struct bso_job *job, int c)
 {
     const double epochs = job->stats[c].status == BSO_BS_PASSED
                               ? bso_policy_passed_epochs(job, (size_t)c)
                               : bso_policy_epochs_estimate(job, (size_t)c);
-    return epochs * probe_per_epoch(job, c);
+    const double cost = epochs * probe_per_epoch(job, c);
+    return isnan(cost) ? INFINITY : cost;
 }
 
 /* What probing size c is worth against best_cost: its possible saving over the recurrences still
