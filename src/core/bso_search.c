@@ -227,11 +227,7 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
     const double xg = log2((double)job->spec.batch_sizes[g]);
     struct bso_spread spread;
     bso_policy_spread(job, &spread);
-    /* After a change, the two sides' candidates, each worth a probe by its optimistic bound,
-     * are ranked by their central estimates (docs/policy.md, "The search ranks its probes by
-     * the central estimate after a change"): the bounds are loose unequally, and the loosest
-     * is not the likeliest saving. */
-    const bool rank_central = bso_policy_change_trial(job) > 0;
+    const bool changed = bso_policy_change_trial(job) > 0;
     int pick = -1;
     double pick_rank = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
@@ -264,7 +260,7 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
         double gain;
         bool pays = probe_gain(job, c, best_cost, &spread, &gain);
         const bool bisecting = edge >= 0 && edge < n;
-        if (!pays && bisecting && bso_policy_change_trial(job) > 0) {
+        if (!pays && bisecting && changed) {
             /* After a change, a bisection point that does not repay does not speak for the
              * sizes between it and the best: a change hits a range of sizes, and an edge run
              * since it bounds the sizes near it, by the steps law, tighter than those near the
@@ -297,7 +293,11 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
         }
         if (!pays)
             continue;
-        const double rank = rank_central ? -central_probe_cost(job, c) : gain;
+        /* After a change, the two sides' candidates, each worth a probe by its optimistic
+         * bound, are ranked by their central estimates (docs/policy.md, "The search ranks its
+         * probes by the central estimate after a change"): the bounds are loose unequally, and
+         * the loosest is not the likeliest saving. */
+        const double rank = changed ? -central_probe_cost(job, c) : gain;
         if (pick < 0 || rank > pick_rank) {
             pick = c;
             pick_rank = rank;
