@@ -1429,6 +1429,49 @@ static void test_after_a_change_the_search_ranks_its_probes_by_the_central_estim
     assert_int_equal(probe_between_loose_bounds(false), 32);
 }
 
+/* Sizes 24..192 (64 the default): 96 (8 epochs) and 192 (9) reached before a change at trial
+ * 20; since it, 96 needs 13, 48 (which had not run) 12, and 24 (nor had it) `epochs24` at 150 an
+ * epoch, the best; 32 and 64 have not run. Read off the line through 96 and 192 from before, 48
+ * needed about 7.1 (the change moved it). 24 needed `before24` before the change (0: it had not
+ * run; the line puts it at 6.3). Writes what the search probes from 24 (-1: nothing) and returns
+ * the lower bound on 32's epochs. */
+static double bound_past_the_edge_of_a_change(double before24, int *probe)
+{
+    static const int64_t sizes[] = {24, 32, 48, 64, 96, 192};
+    struct bso_job job;
+    start_with(&job, sizes, 6, -1);
+    set_reached(&job, 5, 3, 9, 110, 10);
+    job.stats[5].pre_change_epochs = 9;
+    set_reached(&job, 4, 2, 13, 118, 25);
+    job.stats[4].pre_change_epochs = 8;
+    set_reached(&job, 2, 1, 12, 120, 26);
+    set_reached(&job, 0, 2, 7, 150, 27);
+    job.stats[0].pre_change_epochs = before24;
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].change_mark = 20;
+    job.last_trial_number = 28;
+    const double bound = bso_policy_epochs_bound(&job, 1);
+    *probe = bso_policy_explore(&job, 0, bso_bs_expected_cost(&job.stats[0]));
+    bso_job_clear(&job);
+    return bound;
+}
+
+/* 24 needs what it would have before (7 against 6.3, within two spreads): the change spared it and
+ * moved 48, so its edge lies between them, and 32 may be on the spared side. There the steps law
+ * bounds 32 by 48's epochs from before, 7.1 x 32/48, not by its 12 since (8 epochs, which would
+ * not repay a probe against 24's 1050), and 32 is probed. Where 24 moved too (it needed 4), 48's
+ * 12 bound 32. */
+static void test_a_size_past_the_edge_of_a_change_is_bounded_by_epochs_from_before(void **state)
+{
+    (void)state;
+    int probe;
+    const double before48 = 8.0 * (8.0 / 9.0); /* one octave down the line through 96 and 192 */
+    assert_true(fabs(bound_past_the_edge_of_a_change(0, &probe) - before48 * 32 / 48) < 1e-9);
+    assert_int_equal(probe, 1);
+    assert_true(fabs(bound_past_the_edge_of_a_change(4, &probe) - 12.0 * 32 / 48) < 1e-9);
+    assert_int_equal(probe, -1);
+}
+
 /* The job changed at trial 20: 32 (10 epochs x 80) is the best since, 64 and 128 reached since
  * at `per64` and `per128` a epoch, and 256 is known only from before (10 x 60: the cheapest,
  * if that still held). Nothing is left to search. How often in 400 choices 256 is handed
@@ -2603,6 +2646,7 @@ int main(void)
         cmocka_unit_test(test_search_looks_past_the_alarm_where_the_change_reaches_the_other_way),
         cmocka_unit_test(test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket),
         cmocka_unit_test(test_after_a_change_the_search_ranks_its_probes_by_the_central_estimate),
+        cmocka_unit_test(test_a_size_past_the_edge_of_a_change_is_bounded_by_epochs_from_before),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),

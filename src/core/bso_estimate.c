@@ -162,15 +162,49 @@ bool bso_policy_diverged_in_steps(const struct bso_job *job, size_t i)
     return diverged(job, i, true);
 }
 
+/* Whether a size below i reached since the job last changed, needing what it needed before
+ * (measured or read off the sizes known from before: bso_policy_change_shift_near) within two
+ * spreads (its mean's and one run's, as common_shift tests): the change spared it. */
+static bool spared_below(const struct bso_job *job, size_t i, double cv2)
+{
+    for (size_t j = 0; j < i; j++) {
+        double shift;
+        if (bso_policy_change_shift_near(job, j, &shift) &&
+            fabs(shift) <= bso_policy_two_spreads(cv2, (double)job->stats[j].successes))
+            return true;
+    }
+    return false;
+}
+
+/* The fewest epochs larger size a has needed, as the steps law bounds smaller sizes by it. After
+ * a change that spared a size below the one bounded (`spared`: spared_below) and moved a (its
+ * epochs since above what it needed before by two spreads), at a's level from before: the
+ * change's edge lies between the two, and the size bounded may lie on the spared side, where
+ * the law holds against a's epochs from before, not against the moved ones (librispeech on the
+ * V100 after epochs x1.6 at and above 48: 24 spared at 7, 48 moved to 12, which bounded 32 to 8
+ * epochs and kept the job at 24; 32, spared too, needs 7). */
+static double steps_bound_epochs(const struct bso_job *job, size_t a, bool spared, double cv2)
+{
+    const struct bso_bs_stat *s = &job->stats[a];
+    double shift;
+    if (spared && bso_policy_change_shift_near(job, a, &shift) &&
+        shift > bso_policy_two_spreads(cv2, (double)s->successes))
+        return s->min_epochs / exp(shift);
+    return s->min_epochs;
+}
+
 /* A lower bound on the epochs size i needs: a larger batch needs at least as many epochs as a
- * smaller one, and a smaller batch at least proportionally fewer than a larger one. With few
- * noisy runs per size, the first bound takes the fewest epochs seen at any smaller size (the
- * largest would let one unlucky run block every larger size). A run stopped after e epochs
- * without reaching shows its own size needs more than e. */
+ * smaller one, and a smaller batch at least proportionally fewer than a larger one (the steps
+ * law: steps_bound_epochs). With few noisy runs per size, the first bound takes the fewest
+ * epochs seen at any smaller size (the largest would let one unlucky run block every larger
+ * size). A run stopped after e epochs without reaching shows its own size needs more than e. */
 double bso_policy_epochs_bound(const struct bso_job *job, size_t i)
 {
     double from_smaller = INFINITY, from_larger = 1;
     const double b = (double)job->spec.batch_sizes[i];
+    const bool changed = bso_policy_change_trial(job) > 0;
+    const double cv2 = changed ? bso_policy_pooled_cv2(job) : 0;
+    const bool spared = changed && spared_below(job, i, cv2);
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
         const struct bso_bs_stat *s = &job->stats[a];
         if (s->successes == 0)
@@ -178,8 +212,9 @@ double bso_policy_epochs_bound(const struct bso_job *job, size_t i)
         const double ba = (double)job->spec.batch_sizes[a];
         if (ba <= b && s->min_epochs < from_smaller)
             from_smaller = s->min_epochs;
-        if (ba > b && s->min_epochs * b / ba > from_larger)
-            from_larger = s->min_epochs * b / ba;
+        const double larger = ba > b ? steps_bound_epochs(job, a, spared, cv2) * b / ba : 0;
+        if (larger > from_larger)
+            from_larger = larger;
     }
     /* The bound from smaller sizes rests on sizes behaving alike; after the job changed, or
      * where the data contradict it, only the proportional bound from larger sizes holds until

@@ -181,6 +181,30 @@ bool bso_policy_change_shift_between(const struct bso_job *job, size_t i, double
     return true;
 }
 
+bool bso_policy_change_shift_near(const struct bso_job *job, size_t i, double *shift)
+{
+    if (bso_policy_change_shift_between(job, i, shift))
+        return true;
+    const struct bso_bs_stat *s = &job->stats[i];
+    if (s->pre_change_epochs > 0 || s->successes == 0 || !bso_policy_fresh(job, i))
+        return false;
+    int lo, hi, lo2, hi2;
+    bso_policy_nearest_sizes(job, i, reached_before_change, &lo, &hi);
+    const int near = lo >= 0 ? lo : hi; /* between would have answered if both were found */
+    if (near < 0)
+        return false;
+    bso_policy_nearest_sizes(job, (size_t)near, reached_before_change, &lo2, &hi2);
+    const int next = lo >= 0 ? lo2 : hi2;
+    if (next < 0)
+        return false;
+    const int64_t *b = job->spec.batch_sizes;
+    const double before = bso_interpolate(
+        log2((double)b[near]), log(job->stats[near].pre_change_epochs), log2((double)b[next]),
+        log(job->stats[next].pre_change_epochs), log2((double)b[i]));
+    *shift = log(bso_bs_mean_epochs(s)) - before;
+    return true;
+}
+
 /* How far the job's last change moved every size's log epochs, as far as the sizes that reached
  * both before it and since can tell: their mean shift (weighted by runs since), if at least
  * COMMON_SHIFT_SIZES of them each lie within two spreads of it (their mean's and one run's:
