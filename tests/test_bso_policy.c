@@ -1472,6 +1472,41 @@ static void test_a_size_past_the_edge_of_a_change_is_bounded_by_epochs_from_befo
     assert_int_equal(probe, -1);
 }
 
+/* Sizes 16..128 (64 the default): 16 needed `before16` epochs and 24 4 before a change at trial
+ * 20; 56 first reached since, in 5. How far the change moved 56, read off the line through 16
+ * and 24 extrapolated. */
+static double shift_read_past_the_sizes_from_before(double before16)
+{
+    static const int64_t sizes[] = {16, 24, 56, 64, 128};
+    struct bso_job job;
+    start_with(&job, sizes, 5, -1);
+    set_reached(&job, 0, 2, before16, 100, 10);
+    job.stats[0].pre_change_epochs = before16;
+    set_reached(&job, 1, 2, 4, 90, 11);
+    job.stats[1].pre_change_epochs = 4;
+    set_reached(&job, 2, 1, 5, 80, 25);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].change_mark = 20;
+    job.last_trial_number = 26;
+    double shift = NAN;
+    assert_true(bso_policy_change_shift_near(&job, 2, &shift));
+    bso_job_clear(&job);
+    return shift;
+}
+
+/* The line's slope is held to what the two laws allow: never falling (epochs never fewer at a
+ * larger batch; 4.5 then 4 would put 56 at 3.1 and read its 5 as a rise of 60%), never rising
+ * faster than the batch (2 then 4 would put 56 at 14.5; the steps law allows 9.3). Within them,
+ * as it is. */
+static void test_a_level_from_before_is_extrapolated_within_the_laws(void **state)
+{
+    (void)state;
+    assert_true(fabs(shift_read_past_the_sizes_from_before(4.5) - log(5.0 / 4)) < 1e-9);
+    assert_true(fabs(shift_read_past_the_sizes_from_before(2) - log(5.0 / (4.0 * 56 / 24))) < 1e-9);
+    const double before56 = 4 * pow(4 / 3.5, log2(56.0 / 24) / log2(24.0 / 16));
+    assert_true(fabs(shift_read_past_the_sizes_from_before(3.5) - log(5 / before56)) < 1e-9);
+}
+
 /* The job changed at trial 20: 32 (10 epochs x 80) is the best since, 64 and 128 reached since
  * at `per64` and `per128` a epoch, and 256 is known only from before (10 x 60: the cheapest,
  * if that still held). Nothing is left to search. How often in 400 choices 256 is handed
@@ -2647,6 +2682,7 @@ int main(void)
         cmocka_unit_test(test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket),
         cmocka_unit_test(test_after_a_change_the_search_ranks_its_probes_by_the_central_estimate),
         cmocka_unit_test(test_a_size_past_the_edge_of_a_change_is_bounded_by_epochs_from_before),
+        cmocka_unit_test(test_a_level_from_before_is_extrapolated_within_the_laws),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),

@@ -108,9 +108,10 @@ bool bso_policy_change_shift(const struct bso_job *job, size_t i, double *shift)
  * (false where no such size lies on one side); otherwise bso_policy_change_shift. */
 bool bso_policy_change_shift_between(const struct bso_job *job, size_t i, double *shift);
 /* bso_policy_change_shift_between, or where sizes known from before lie on one side of size i
- * only, against the line through the two nearest of them, extrapolated (false where fewer than
- * two lie there). For the steps law's bound after a change (bso_policy_epochs_bound), which
- * must tell the sizes a change moved from those it spared wherever they lie. */
+ * only, against the line through the two nearest of them, extrapolated with its slope within
+ * what the epochs and steps laws allow (false where fewer than two lie there). For the steps law's
+ * bound after a change (bso_policy_epochs_bound), which must tell the sizes a change moved from
+ * those it spared wherever they lie. */
 bool bso_policy_change_shift_near(const struct bso_job *job, size_t i, double *shift);
 /* Size s's share of the pooled run-to-run spread: the relative sum of squares of its epochs
  * about their mean (*ss, a variance of log epochs times its degrees of freedom) and its
