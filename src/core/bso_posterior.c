@@ -159,6 +159,48 @@ static bool reached_before_change(const struct bso_bs_stat *s)
     return s->pre_change_epochs > 0;
 }
 
+/* How far the job's last change moved size i's log epochs, where it had not reached before
+ * the change: against what the nearest sizes either side of it that had needed then,
+ * interpolated in log size; where such sizes lie on one side only and `extrapolate`, against
+ * the line through the two nearest there, extrapolated. A size that reached before the change
+ * is compared with itself (bso_policy_change_shift). */
+static bool shift_against_before(const struct bso_job *job, size_t i, bool extrapolate,
+                                 double *shift)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    if (s->pre_change_epochs > 0 || s->successes == 0 || !bso_policy_fresh(job, i))
+        return bso_policy_change_shift(job, i, shift);
+    int lo, hi;
+    bso_policy_nearest_sizes(job, i, reached_before_change, &lo, &hi);
+    const int64_t *b = job->spec.batch_sizes;
+    double before;
+    if (lo >= 0 && hi >= 0) {
+        before = bso_interpolate(log2((double)b[lo]), log(job->stats[lo].pre_change_epochs),
+                                 log2((double)b[hi]), log(job->stats[hi].pre_change_epochs),
+                                 log2((double)b[i]));
+    } else {
+        const int near = lo >= 0 ? lo : hi;
+        if (!extrapolate || near < 0)
+            return false;
+        int lo2, hi2;
+        bso_policy_nearest_sizes(job, (size_t)near, reached_before_change, &lo2, &hi2);
+        const int next = lo >= 0 ? lo2 : hi2;
+        if (next < 0)
+            return false;
+        /* The line's slope held to what the two laws allow (epochs never fewer at a larger
+         * batch, never more than in proportion to it): two sizes near each other, known from a
+         * few runs in whole epochs, can slope steeply either way, and extrapolated far (squad
+         * on the V100: 16 at 4.5 and 24 at 4 put 56 at 3.1 epochs, so its run in 5 after a
+         * change of its cost per epoch alone read as moved). */
+        const double x0 = log2((double)b[near]), y0 = log(job->stats[near].pre_change_epochs);
+        const double slope =
+            (log(job->stats[next].pre_change_epochs) - y0) / (log2((double)b[next]) - x0);
+        before = y0 + fmin(fmax(slope, 0), log(2.0)) * (log2((double)b[i]) - x0);
+    }
+    *shift = log(bso_bs_mean_epochs(s)) - before;
+    return true;
+}
+
 /* Only between sizes known from before, not beyond them: the epochs a size needs are a smooth
  * function of its size, which interpolation between two neighbours follows closely and a line
  * extrapolated past the last one does not (measured: extrapolating lost a little on held-out
@@ -166,49 +208,12 @@ static bool reached_before_change(const struct bso_bs_stat *s)
  * from before"). */
 bool bso_policy_change_shift_between(const struct bso_job *job, size_t i, double *shift)
 {
-    const struct bso_bs_stat *s = &job->stats[i];
-    if (s->pre_change_epochs > 0 || s->successes == 0 || !bso_policy_fresh(job, i))
-        return bso_policy_change_shift(job, i, shift);
-    int lo, hi;
-    bso_policy_nearest_sizes(job, i, reached_before_change, &lo, &hi);
-    if (lo < 0 || hi < 0)
-        return false;
-    const int64_t *b = job->spec.batch_sizes;
-    const double before = bso_interpolate(
-        log2((double)b[lo]), log(job->stats[lo].pre_change_epochs), log2((double)b[hi]),
-        log(job->stats[hi].pre_change_epochs), log2((double)b[i]));
-    *shift = log(bso_bs_mean_epochs(s)) - before;
-    return true;
+    return shift_against_before(job, i, false, shift);
 }
 
 bool bso_policy_change_shift_near(const struct bso_job *job, size_t i, double *shift)
 {
-    if (bso_policy_change_shift_between(job, i, shift))
-        return true;
-    const struct bso_bs_stat *s = &job->stats[i];
-    if (s->pre_change_epochs > 0 || s->successes == 0 || !bso_policy_fresh(job, i))
-        return false;
-    int lo, hi, lo2, hi2;
-    bso_policy_nearest_sizes(job, i, reached_before_change, &lo, &hi);
-    const int near = lo >= 0 ? lo : hi; /* between would have answered if both were found */
-    if (near < 0)
-        return false;
-    bso_policy_nearest_sizes(job, (size_t)near, reached_before_change, &lo2, &hi2);
-    const int next = lo >= 0 ? lo2 : hi2;
-    if (next < 0)
-        return false;
-    /* The line's slope held to what the two laws allow (epochs never fewer at a larger batch,
-     * never more than in proportion to it): two sizes near each other, known from a few runs
-     * in whole epochs, can slope steeply either way, and extrapolated far (squad on the V100:
-     * 16 at 4.5 and 24 at 4 put 56 at 3.1 epochs, so its run in 5 after a change of its cost
-     * per epoch alone read as moved). */
-    const int64_t *b = job->spec.batch_sizes;
-    const double x0 = log2((double)b[near]), y0 = log(job->stats[near].pre_change_epochs);
-    const double slope =
-        (log(job->stats[next].pre_change_epochs) - y0) / (log2((double)b[next]) - x0);
-    const double before = y0 + fmin(fmax(slope, 0), log(2.0)) * (log2((double)b[i]) - x0);
-    *shift = log(bso_bs_mean_epochs(s)) - before;
-    return true;
+    return shift_against_before(job, i, true, shift);
 }
 
 /* How far the job's last change moved every size's log epochs, as far as the sizes that reached
