@@ -1472,6 +1472,52 @@ static void test_a_size_past_the_edge_of_a_change_is_bounded_by_epochs_from_befo
     assert_int_equal(probe, -1);
 }
 
+/* Sizes 16..256: 256, the best, reached twenty times in 8 epochs, 128 four times in 8, 16 twice in
+ * 20 (small batches need more epochs here, as imagenet's do); 32 and 64 never ran. From trial 21
+ * on 256 needs 12, and its runs raise the alarm. Then 128 reaches in `epochs128` (its first run
+ * since). Whether 64 is re-checked (judged by the optimistic bound), and its epochs bound, go to
+ * *bound64; `changes64` stands for how many changes 64 has seen since it ran (1: this one). */
+static bool rechecked_beyond_a_spared_size(int64_t epochs128, double changes64, double *bound64)
+{
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 0, 2, 20, 300, 3);
+    set_reached(&job, 3, 4, 8, 70, 12);
+    set_reached(&job, 4, 20, 8, 60, 20);
+    reach_until_the_alarm(&job, 4, 12, 60, 21);
+    assert_true(bso_policy_raised_alarm(&job, 4));
+    for (size_t i = 0; i < 4; i++) /* the alarm came after each of them last ran */
+        assert_true(job.stats[i].changes_since_run == 1);
+    assert_true(job.stats[4].changes_since_run == 0);
+    /* Until 128 runs since, nothing says where the change ends: 64 is re-checked. */
+    assert_true(bso_policy_rechecked(&job, 2));
+    observe_at(&job, 3, (double)job.last_trial_number + 1, epochs128, 70, BSO_RUN_REACHED);
+    assert_true(job.stats[3].changes_since_run == 0);
+    job.stats[2].changes_since_run = changes64;
+    const bool rechecked = bso_policy_rechecked(&job, 2);
+    *bound64 = bso_policy_epochs_bound(&job, 2);
+    bso_job_clear(&job);
+    return rechecked;
+}
+
+/* 128 needs its 8 epochs still: the change, which moved 256, spared 128, and a change hits a
+ * range of sizes, so 64, beyond 128, is as it was before: judged by the central estimate, its
+ * epochs bounded by 16's 20 as before the change (the law "a larger batch needs at least as
+ * many epochs" that 128's 8 contradict, as they did before), not by 128's 8 x 64/128 = 4. Where
+ * 128 moved too (16), or where an earlier change came since 64 last ran (each change is read
+ * against the levels the one before left), 64 is re-checked. */
+static void test_a_size_beyond_one_the_change_spared_is_judged_as_before(void **state)
+{
+    (void)state;
+    double bound;
+    assert_false(rechecked_beyond_a_spared_size(8, 1, &bound));
+    assert_true(fabs(bound - 20) < 1e-9);
+    assert_true(rechecked_beyond_a_spared_size(16, 1, &bound));
+    assert_true(fabs(bound - 16.0 * 64 / 128) < 1e-9);
+    assert_true(rechecked_beyond_a_spared_size(8, 2, &bound));
+    assert_true(fabs(bound - 8.0 * 64 / 128) < 1e-9);
+}
+
 /* Sizes 16..128 (64 the default): 16 needed `before16` epochs and 24 4 before a change at trial
  * 20; 56 first reached since, in 5. How far the change moved 56, read off the line through 16
  * and 24 extrapolated. */
@@ -2683,6 +2729,7 @@ int main(void)
         cmocka_unit_test(test_after_a_change_the_search_ranks_its_probes_by_the_central_estimate),
         cmocka_unit_test(test_a_size_past_the_edge_of_a_change_is_bounded_by_epochs_from_before),
         cmocka_unit_test(test_a_level_from_before_is_extrapolated_within_the_laws),
+        cmocka_unit_test(test_a_size_beyond_one_the_change_spared_is_judged_as_before),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),

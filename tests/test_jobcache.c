@@ -87,14 +87,16 @@ static void assert_same_job(const struct bso_job *a, const struct bso_job *b)
                              x->success_mark,     x->fail_mark,       x->total_runs,
                              x->total_successes,  x->misses,          x->misses_before_reaching,
                              x->first_epochs,     x->first_mark,      x->declared_mark,
-                             x->past_spread_ss,   x->past_spread_dof, x->cost_level};
+                             x->past_spread_ss,   x->past_spread_dof, x->cost_level,
+                             x->changes_since_run};
         const double fy[] = {y->sum_epochs,       y->sum_sq_epochs,   y->min_epochs,
                              y->cost_sum,         y->epochs_sum,      y->censored_epochs,
                              y->first_epoch_cost, y->warm_first_sum,  y->warm_steady_sum,
                              y->success_mark,     y->fail_mark,       y->total_runs,
                              y->total_successes,  y->misses,          y->misses_before_reaching,
                              y->first_epochs,     y->first_mark,      y->declared_mark,
-                             y->past_spread_ss,   y->past_spread_dof, y->cost_level};
+                             y->past_spread_ss,   y->past_spread_dof, y->cost_level,
+                             y->changes_since_run};
         for (size_t f = 0; f < sizeof fx / sizeof *fx; f++)
             assert_true(same_double(fx[f], fy[f]));
     }
@@ -326,7 +328,8 @@ static void test_size_statistics_round_trip(void **state)
                    &s->streak_runs,       &s->cost_shift,      &s->pre_change_epochs,
                    &s->streak_sum_epochs, &s->misses,          &s->misses_before_reaching,
                    &s->first_epochs,      &s->first_mark,      &s->declared_mark,
-                   &s->past_spread_ss,    &s->past_spread_dof, &s->cost_level};
+                   &s->past_spread_ss,    &s->past_spread_dof, &s->cost_level,
+                   &s->changes_since_run};
     for (size_t k = 0; k < sizeof f / sizeof *f; k++)
         *f[k] = 1.25 + (double)k;
     assert_int_equal(bso_session_save(t.p, &job, BSO_CHANGED_ALL_STATS, NULL, false, 0), 0);
@@ -341,7 +344,8 @@ static void test_size_statistics_round_trip(void **state)
                         b->streak_runs,       b->cost_shift,      b->pre_change_epochs,
                         b->streak_sum_epochs, b->misses,          b->misses_before_reaching,
                         b->first_epochs,      b->first_mark,      b->declared_mark,
-                        b->past_spread_ss,    b->past_spread_dof, b->cost_level};
+                        b->past_spread_ss,    b->past_spread_dof, b->cost_level,
+                        b->changes_since_run};
     for (size_t k = 0; k < sizeof g / sizeof *g; k++)
         assert_true(same_double(g[k], 1.25 + (double)k));
     bso_job_clear(&job);

@@ -141,6 +141,7 @@ static void forget(struct bso_job *job, size_t i, double since, bool i_stays)
         if (k != i && s->successes > 0 && s->success_mark > since &&
             s->success_mark > s->fail_mark) {
             s->pre_change_epochs = 0; /* known from after the change: nothing to compare */
+            s->changes_since_run = 0;
             s->change_mark = since > 0 ? since : 1;
             if ((s->drift_up > 0 || s->drift_down > 0) && s->streak_runs > 0 &&
                 s->streak_runs < (double)s->successes) {
@@ -153,6 +154,7 @@ static void forget(struct bso_job *job, size_t i, double since, bool i_stays)
             continue;
         }
         const bool starts_over = k == i && !i_stays;
+        s->changes_since_run = k == i ? 0 : s->changes_since_run + 1; /* i's run found it */
         const bool keeps_sums =
             !starts_over && (s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE);
         if (!keeps_sums) /* its runs are forgotten below: it starts over, or keeps their mean */
@@ -353,6 +355,7 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
     s->total_successes += reached;
     s->misses += end == BSO_RUN_FAILED;
     s->runs++;
+    s->changes_since_run = 0;
     s->cost_sum += cost;
     s->epochs_sum += (double)epochs;
     if (reached && s->prior_epochs > 0) { /* the transferred prior joins as one run */

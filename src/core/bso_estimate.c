@@ -91,13 +91,67 @@ bool bso_policy_transferred(const struct bso_job *job)
     return false;
 }
 
+/* What the job's last change did at size k, as far as its runs tell: moved it (its run found
+ * the change, or it reached since needing more or fewer epochs than before by more than two
+ * spreads, its mean's and one run's, as common_shift tests), spared it (within them), or
+ * nothing known (it has not reached since). What a size that had not reached before needed
+ * then is read off the sizes that had (bso_policy_change_shift_near). *cv2: the pooled spread,
+ * looked up on first need (< 0 until then). */
+enum change_at { CHANGE_UNKNOWN, CHANGE_SPARED, CHANGE_MOVED };
+
+static enum change_at change_at(const struct bso_job *job, size_t k, double *cv2)
+{
+    if (bso_policy_raised_alarm(job, k))
+        return CHANGE_MOVED;
+    double shift;
+    if (!bso_policy_change_shift_near(job, k, &shift))
+        return CHANGE_UNKNOWN;
+    if (*cv2 < 0)
+        *cv2 = bso_policy_pooled_cv2(job);
+    return fabs(shift) > bso_policy_two_spreads(*cv2, (double)job->stats[k].successes)
+               ? CHANGE_MOVED
+               : CHANGE_SPARED;
+}
+
+/* Whether size i lies beyond a size the job's last change spared, seen from every size it
+ * moved (at least one): a change hits a range of sizes, so the change did not reach i, and
+ * what was known of i before it holds. Only where no earlier change came since i last ran:
+ * each change is read against the levels of the one before, and a size an earlier change moved
+ * may look spared by the last (sentiment140 on the V100 after epochs x1.6 at and above its
+ * optimum, 64: the alarm at 64, then one at 128; against 64's level since the first, the
+ * second spared it, and 32, below, which neither run could tell about, looked out of reach). */
+static bool beyond_a_spared_size(const struct bso_job *job, size_t i)
+{
+    if (job->stats[i].changes_since_run > 1)
+        return false;
+    const int n = (int)job->spec.n_batch_sizes;
+    double cv2 = -1;
+    bool moved = false;
+    for (int dir = -1; dir <= 1; dir += 2) {
+        bool spared = false;
+        for (int k = (int)i + dir; k >= 0 && k < n; k += dir) {
+            const enum change_at at = change_at(job, (size_t)k, &cv2);
+            if (at == CHANGE_MOVED) {
+                if (!spared)
+                    return false; /* nothing between i and a moved size says the change ended */
+                moved = true;
+                break;
+            }
+            spared |= at == CHANGE_SPARED;
+        }
+    }
+    return moved;
+}
+
 /* Whether an exploring run at size i is judged by the optimistic epochs bound rather than
  * the central estimate: after the job changed, its first run since (the estimates rest on
  * evidence from before, which the change may have falsified at some sizes but not others),
- * and wherever the data contradict the bound's assumption. */
+ * and wherever the data contradict the bound's assumption; but not where the change did not
+ * reach i (beyond_a_spared_size): there i is judged as before the change. */
 bool bso_policy_rechecked(const struct bso_job *job, size_t i)
 {
-    return (job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i);
+    return ((job->stats[i].change_mark > 0 && job->stats[i].runs == 0) || contradicted(job, i)) &&
+           !beyond_a_spared_size(job, i);
 }
 
 /* The spread the noise margin is made of: the pooled one, never below its prior. */

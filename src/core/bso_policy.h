@@ -87,6 +87,11 @@ struct bso_bs_stat {
      * reached the target, or it kept what it knew): beside its runs since, how far the change
      * moved its epochs (bso_posterior.c, common_shift). */
     double pre_change_epochs;
+    /* How many times the policy found that the job changed since this size last ran (since the
+     * job began, for a size that never ran): a size beyond one that the last change spared is
+     * judged as before it only if no earlier change came since it ran (bso_estimate.c,
+     * beyond_a_spared_size). */
+    double changes_since_run;
     /* Every run that reported at this size, and those that reached: plain counts, which
      * `runs` and `successes` (the weights of the evidence the policy keeps) stop being once
      * the job changed or a window forgets. */

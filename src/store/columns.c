@@ -175,6 +175,7 @@ const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE] = {
     STAT(past_spread_ss),
     STAT(past_spread_dof),
     STAT(cost_level),
+    STAT(changes_since_run),
 };
 
 double *bso_column_stat_field(struct bso_bs_stat *b, size_t at)

@@ -200,6 +200,8 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN past_spread_dof DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
     /* 22: how far jumps in cost per epoch moved each size's (cost_level) */
     "ALTER TABLE bs_stat ADD COLUMN cost_level DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
+    /* 23: how many changes the policy found since each size last ran */
+    "ALTER TABLE bs_stat ADD COLUMN changes_since_run DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -323,8 +325,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " drift_up, drift_down, success_mark, fail_mark, change_mark, total_runs, total_successes,"
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
         " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
-        " first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level, recent_epochs"
-        " FROM bs_stat"
+        " first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
+        " changes_since_run, recent_epochs FROM bs_stat"
         " WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
@@ -334,10 +336,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
         " first_epochs, first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " recent_epochs)"
+        " changes_since_run, recent_epochs)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
         " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34,"
-        " $35, $36, $37, $38, $39, $40)"
+        " $35, $36, $37, $38, $39, $40, $41)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -359,6 +361,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " first_epochs = EXCLUDED.first_epochs, first_mark = EXCLUDED.first_mark,"
         " declared_mark = EXCLUDED.declared_mark, past_spread_ss = EXCLUDED.past_spread_ss,"
         " past_spread_dof = EXCLUDED.past_spread_dof, cost_level = EXCLUDED.cost_level,"
+        " changes_since_run = EXCLUDED.changes_since_run,"
         " recent_epochs = EXCLUDED.recent_epochs",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
