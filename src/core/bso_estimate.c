@@ -48,6 +48,17 @@ bool bso_policy_raised_alarm(const struct bso_job *job, size_t i)
     return s->change_mark > 0 && fmax(s->success_mark, s->fail_mark) == s->change_mark;
 }
 
+/* Whether size i's run found the job's last change, whatever it ran since: it reached the target
+ * before the change (pre_change_epochs) and started over from that run, its first since
+ * (first_mark). Once it runs again its own mean since may lie within the noise of its mean
+ * before, though its CUSUM, over every run of the shift, was not. */
+static bool found_the_change(const struct bso_job *job, size_t i)
+{
+    const struct bso_bs_stat *s = &job->stats[i];
+    return bso_policy_raised_alarm(job, i) ||
+           (s->change_mark > 0 && s->pre_change_epochs > 0 && s->first_mark == s->change_mark);
+}
+
 /* Whether size i reached the target only before the policy last found that the job changed:
  * what it knows is a stand-in until its next run. */
 bool bso_policy_stale(const struct bso_job *job, size_t i)
@@ -101,7 +112,7 @@ enum change_at { CHANGE_UNKNOWN, CHANGE_SPARED, CHANGE_MOVED };
 
 static enum change_at change_at(const struct bso_job *job, size_t k, double *cv2)
 {
-    if (bso_policy_raised_alarm(job, k))
+    if (found_the_change(job, k))
         return CHANGE_MOVED;
     double shift;
     if (!bso_policy_change_shift_near(job, k, &shift))
