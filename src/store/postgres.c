@@ -508,7 +508,9 @@ static int ensure_connection(struct pg_session *s)
 
 /* ---- statements ---- */
 
-#define MAX_PARAMS 40 /* the most a statement binds: a statistics row (33) */
+/* The most a statement binds: a statistics row (STAT_ROW_PARAMS), the widest. */
+#define STAT_ROW_PARAMS (5 + BSO_STAT_SUMS + 3 + BSO_STAT_CHANGE + 1)
+#define MAX_PARAMS STAT_ROW_PARAMS
 
 /* Parameters in text form. */
 struct params {
@@ -1073,6 +1075,8 @@ static int write_arm(struct bso_session *base, const char *job_id, const struct 
     return rc;
 }
 
+/* Binds STAT_ROW_PARAMS parameters: the job, the size, its status, runs and successes, the
+ * sums, crashes and the profile's two rates, the change columns, the window. */
 static int save_stat(struct bso_session *base, const struct bso_job *job, size_t i)
 {
     struct pg_session *s = ps(base);
