@@ -127,10 +127,11 @@ static enum change_at change_at(const struct bso_job *job, size_t k, double *cv2
 /* Whether size i lies beyond a size the job's last change spared, seen from every size it
  * moved (at least one): a change hits a range of sizes, so the change did not reach i, and
  * what was known of i before it holds. Only where no earlier change came since i last ran:
- * each change is read against the levels of the one before, and a size an earlier change moved
- * may look spared by the last (sentiment140 on the V100 after epochs x1.6 at and above its
- * optimum, 64: the alarm at 64, then one at 128; against 64's level since the first, the
- * second spared it, and 32, below, which neither run could tell about, looked out of reach). */
+ * each change is read against the levels the one before left, and a size an earlier change
+ * moved may look spared by the last (sentiment140 on the V100 after epochs x1.6 at and above
+ * its optimum, 64: the alarm at 64, then one at 128; against 64's level since the first, the
+ * second spared it, and 32, below it, was judged at 64's new 5 epochs and stopped after one;
+ * it needs 3). */
 static bool beyond_a_spared_size(const struct bso_job *job, size_t i)
 {
     if (job->stats[i].changes_since_run > 1)
