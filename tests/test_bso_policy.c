@@ -1524,6 +1524,37 @@ static void test_a_size_beyond_one_the_change_spared_is_judged_as_before(void **
     assert_true(fabs(bound - 8.0 * 64 / 128) < 1e-9);
 }
 
+/* Sizes 16..256: 256, the best, reached twenty times in 4 epochs, 128 four times in 5 and 64
+ * twice in 5; from trial 21 on 256 needs 6, and its runs raise the alarm. Then 128 reaches three
+ * times in 5 again: the change spared it. 128's posterior mean epochs. */
+static double spared_size_after_a_change(void)
+{
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 2, 5, 100, 4);
+    set_reached(&job, 3, 4, 5, 70, 12);
+    set_reached(&job, 4, 20, 4, 60, 20);
+    reach_until_the_alarm(&job, 4, 6, 60, 21);
+    for (int r = 0; r < 3; r++)
+        observe_at(&job, 3, (double)job.last_trial_number + 1, 5, 70, BSO_RUN_REACHED);
+    double cv2 = -1;
+    assert_int_equal(bso_policy_change_at(&job, 3, &cv2), BSO_CHANGE_SPARED);
+    assert_int_equal(bso_policy_change_at(&job, 4, &cv2), BSO_CHANGE_MOVED);
+    assert_int_equal(bso_policy_change_at(&job, 2, &cv2), BSO_CHANGE_UNKNOWN); /* stale */
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
+    bso_policy_epochs_posterior(&job, mean_log, sd_log);
+    bso_job_clear(&job);
+    return exp(mean_log[3]);
+}
+
+/* The curve near 128, which the change spared, leaves out 256, which it moved: through 64 and
+ * 128 alone it lies at 5, and 128's mean is its own 5, not pulled up toward 256's new 6. */
+static void test_the_curve_near_a_spared_size_leaves_out_the_moved_ones(void **state)
+{
+    (void)state;
+    assert_true(fabs(spared_size_after_a_change() - 5) < 1e-9);
+}
+
 /* Sizes 16..128 (64 the default): 16 needed `before16` epochs and 24 4 before a change at trial
  * 20; 56 first reached since, in 5. How far the change moved 56, read off the line through 16
  * and 24 extrapolated. */
@@ -2736,6 +2767,7 @@ int main(void)
         cmocka_unit_test(test_a_size_past_the_edge_of_a_change_is_bounded_by_epochs_from_before),
         cmocka_unit_test(test_a_level_from_before_is_extrapolated_within_the_laws),
         cmocka_unit_test(test_a_size_beyond_one_the_change_spared_is_judged_as_before),
+        cmocka_unit_test(test_the_curve_near_a_spared_size_leaves_out_the_moved_ones),
         cmocka_unit_test(test_common_shift_moves_the_stale_sizes),
         cmocka_unit_test(test_stale_size_past_a_rise_in_cost_is_not_drawn),
         cmocka_unit_test(test_stale_size_past_two_failures_is_not_drawn),

@@ -102,26 +102,18 @@ bool bso_policy_transferred(const struct bso_job *job)
     return false;
 }
 
-/* What the job's last change did at size k, as far as its runs tell: moved it (its run found
- * the change, or it reached since needing more or fewer epochs than before by more than two
- * spreads, its mean's and one run's, as common_shift tests), spared it (within them), or
- * nothing known (it has not reached since). What a size that had not reached before needed
- * then is read off the sizes that had (bso_policy_change_shift_near). *cv2: the pooled spread,
- * looked up on first need (< 0 until then). */
-enum change_at { CHANGE_UNKNOWN, CHANGE_SPARED, CHANGE_MOVED };
-
-static enum change_at change_at(const struct bso_job *job, size_t k, double *cv2)
+enum bso_change_at bso_policy_change_at(const struct bso_job *job, size_t k, double *cv2)
 {
     if (found_the_change(job, k))
-        return CHANGE_MOVED;
+        return BSO_CHANGE_MOVED;
     double shift;
     if (!bso_policy_change_shift_near(job, k, &shift))
-        return CHANGE_UNKNOWN;
+        return BSO_CHANGE_UNKNOWN;
     if (*cv2 < 0)
         *cv2 = bso_policy_pooled_cv2(job);
     return fabs(shift) > bso_policy_two_spreads(*cv2, (double)job->stats[k].successes)
-               ? CHANGE_MOVED
-               : CHANGE_SPARED;
+               ? BSO_CHANGE_MOVED
+               : BSO_CHANGE_SPARED;
 }
 
 /* Whether size i lies beyond a size the job's last change spared, seen from every size it
@@ -142,14 +134,14 @@ static bool beyond_a_spared_size(const struct bso_job *job, size_t i)
     for (int dir = -1; dir <= 1; dir += 2) {
         bool spared = false;
         for (int k = (int)i + dir; k >= 0 && k < n; k += dir) {
-            const enum change_at at = change_at(job, (size_t)k, &cv2);
-            if (at == CHANGE_MOVED) {
+            const enum bso_change_at at = bso_policy_change_at(job, (size_t)k, &cv2);
+            if (at == BSO_CHANGE_MOVED) {
                 if (!spared)
                     return false; /* nothing between i and a moved size says the change ended */
                 moved = true;
                 break;
             }
-            spared |= at == CHANGE_SPARED;
+            spared |= at == BSO_CHANGE_SPARED;
         }
     }
     return moved;

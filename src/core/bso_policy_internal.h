@@ -113,6 +113,15 @@ bool bso_policy_change_shift_between(const struct bso_job *job, size_t i, double
  * bound after a change (bso_policy_epochs_bound), which must tell the sizes a change moved from
  * those it spared wherever they lie. */
 bool bso_policy_change_shift_near(const struct bso_job *job, size_t i, double *shift);
+
+/* What the job's last change did at size k, as far as its runs tell: moved it (its run found
+ * the change, or it reached since needing more or fewer epochs than before by more than two
+ * spreads, its mean's and one run's, as common_shift tests), spared it (within them), or
+ * nothing known (it has not reached since). What a size that had not reached before needed
+ * then is read off the sizes that had (bso_policy_change_shift_near). *cv2: the pooled spread,
+ * looked up on first need (< 0 until then). bso_estimate.c. */
+enum bso_change_at { BSO_CHANGE_UNKNOWN, BSO_CHANGE_SPARED, BSO_CHANGE_MOVED };
+enum bso_change_at bso_policy_change_at(const struct bso_job *job, size_t k, double *cv2);
 /* Size s's share of the pooled run-to-run spread: the relative sum of squares of its epochs
  * about their mean (*ss, a variance of log epochs times its degrees of freedom) and its
  * degrees of freedom (*dof: one per run beyond the first; both 0 under two runs). Without the
