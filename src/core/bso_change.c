@@ -154,7 +154,7 @@ static void forget(struct bso_job *job, size_t i, double since, bool i_stays)
             continue;
         }
         const bool starts_over = k == i && !i_stays;
-        s->changes_since_run = k == i ? 0 : s->changes_since_run + 1; /* i's run found it */
+        s->changes_since_run++; /* i's, whose run found the change, is reset by that run */
         const bool keeps_sums =
             !starts_over && (s->status == BSO_BS_UNTRIED || s->status == BSO_BS_INFEASIBLE);
         if (!keeps_sums) /* its runs are forgotten below: it starts over, or keeps their mean */
