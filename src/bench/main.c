@@ -72,7 +72,8 @@ static int usage(FILE *f)
             "Several --url are replicas of one service: client i starts on the i-th (round\n"
             "robin) and moves to the next when its connection fails.\n"
             "--policy-cpu times the policy core itself, in-process, per predict\n"
-            "and per report, under each policy, for S seconds of CPU each.\n");
+            "and per report, under each policy, for S seconds of CPU each, in jobs\n"
+            "whose epochs change half-way (the calls after the change timed apart).\n");
     return f == stdout ? 0 : 2;
 }
 

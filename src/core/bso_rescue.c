@@ -12,9 +12,12 @@
 
 double bso_policy_last_success(const struct bso_job *job)
 {
+    /* Plain comparisons, not fmax (a libm call, the marks are never NaN): the search asks this
+     * of every size it scans, through bso_policy_struck. */
     double since = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        since = fmax(since, job->stats[k].success_mark);
+        if (job->stats[k].success_mark > since)
+            since = job->stats[k].success_mark;
     return since;
 }
 
