@@ -579,7 +579,9 @@ static int64_t after_exploring_misses(int also, bool changed)
 {
     struct bso_job job;
     start(&job);
-    set_reached(&job, 2, 3, 8, 100, 5);
+    /* One model so far: a recurrence's launches that trained none do not stop the search by
+     * themselves yet (test_a_recurrence_probes_no_more_once_a_launch_trained_no_model). */
+    set_reached(&job, 2, 1, 8, 100, 5);
     const double sample_cost[] = {0.3, 0.3, 1.0, 1.0, 1.0};
     for (size_t i = 0; i < 5; i++)
         bso_policy_set_profile(&job, i, job.spec.max_power / sample_cost[i], sample_cost[i]);
@@ -602,6 +604,39 @@ static void test_a_recurrence_stops_exploring_after_two_misses(void **state)
     assert_int_equal(after_exploring_misses(-1, false), 16);
     assert_int_equal(after_exploring_misses(4, false), 64);
     assert_int_equal(after_exploring_misses(4, true), 16);
+}
+
+/* A job whose 64 trained `models` models (8 epochs at 100, the last at trial 5), whose 128 ran
+ * to max_epochs in an earlier recurrence, and whose smaller sizes a device profile makes look
+ * cheaper per epoch (the search would probe 16 next). `launched`: the recurrence under way has
+ * had a launch that trained no model (a probe of 256 passed over after one epoch, trial 6).
+ * Returns what runs next. */
+static int64_t probe_or_best(int64_t models, bool launched)
+{
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, models, 8, 100, 5);
+    const double sample_cost[] = {0.3, 0.3, 1.0, 1.0, 1.0};
+    for (size_t i = 0; i < 5; i++)
+        bso_policy_set_profile(&job, i, job.spec.max_power / sample_cost[i], sample_cost[i]);
+    set_missed(&job, 3, 1, 30, 4);
+    job.last_trial_number = 5;
+    if (launched) {
+        set_passed(&job, 4, 30);
+        job.last_trial_number = 6;
+    }
+    return choose_and_clear(&job);
+}
+
+/* Once the job has trained two models, a recurrence whose launch trained none probes no
+ * further: its next launch is the size likeliest to train the model (64), and the search goes
+ * on at the next recurrence's first launch. In the job's first recurrences it probes on. */
+static void test_a_recurrence_probes_no_more_once_a_launch_trained_no_model(void **state)
+{
+    (void)state;
+    assert_int_equal(probe_or_best(3, false), 16);
+    assert_int_equal(probe_or_best(3, true), 64);
+    assert_int_equal(probe_or_best(1, true), 16);
 }
 
 /* Sizes 16..256; per-epoch cost falls with the size, epochs rise: 64 is cheapest. */
@@ -1875,8 +1910,8 @@ static void test_probe_weighs_failures_that_spread(void **state)
         set_reached(&job, 2, 10, 10, 100, 11);
         set_reached(&job, 3, 10, 10, 120, 12);
         if (spread)
-            fail_now(&job, 3, 21, true);
-        fail_now(&job, 2, 22, true);
+            fail_now(&job, 3, 13, true);
+        fail_now(&job, 2, spread ? 14 : 13, true);
         assert_int_equal(choose_and_clear(&job), spread ? 16 : 32);
     }
 }
@@ -2781,6 +2816,7 @@ int main(void)
         cmocka_unit_test(test_rescue_weighs_a_size_whose_misses_may_be_bad_luck),
         cmocka_unit_test(test_rescue_goes_by_the_epochs_from_before_when_nothing_reached_since),
         cmocka_unit_test(test_a_recurrence_stops_exploring_after_two_misses),
+        cmocka_unit_test(test_a_recurrence_probes_no_more_once_a_launch_trained_no_model),
         cmocka_unit_test(test_warm_up_fitted_as_a_fixed_cost_and_a_factor),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),

@@ -133,6 +133,39 @@ static bool explored_enough(const struct bso_job *job)
     return misses >= EXPLORING_MISSES;
 }
 
+/* How many models the job must have trained before a recurrence probes only once
+ * (probed_in_this_recurrence). In its first recurrences the search brackets the default: a probe
+ * stopped on one side leads to the other side's in the same recurrence, which the search needs
+ * anyway (measured: holding that second probe to the next recurrence cost the stationary replay
+ * 0.004; from the second model on, nothing). */
+#define MODELS_BEFORE_ONE_PROBE 2
+
+/* Whether the recurrence under way has launched a probe that trained no model, in a job that
+ * has trained MODELS_BEFORE_ONE_PROBE models: then the search probes no more in it, since each
+ * probe is a launch that trains no model, and the recurrence still needs one. Thompson sampling
+ * (or the rescue, once the sizes that reached have failed) hands out the size likeliest to train
+ * it instead, and the search goes on at the next recurrence. squad on the A40, epochs x1.6 at
+ * and below its optimum from recurrence 25, seed 23: probes of 24 and 12 stopped after an epoch,
+ * then 32, 16 and 8, hit by the change, ran to max_epochs; five launches, no model, though 56
+ * would have reached. A probe is a run at a size that never reached, stopped before max_epochs:
+ * the only run that leaves no failure mark (a run that ran out of epochs, or one at a size that
+ * had reached, marks its size), so the recurrence's launches (every trial since the job's last
+ * success: a recurrence ends at its first run that reaches) outnumber its marked sizes (a size
+ * fails at most once in a recurrence: bso_policy_struck). A trial that ended without a report
+ * counts as one too. Any launch without a model, probe or not, stopping the search instead
+ * left the held-out synthetic workloads' searches stuck: their mid-recurrence probes, from the
+ * best size left after a failure, are how they got past a size that reached once by luck. */
+static bool probed_in_this_recurrence(const struct bso_job *job)
+{
+    const double since = bso_policy_last_success(job);
+    double models = 0, marked = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        models += job->stats[k].total_successes;
+        marked += job->stats[k].fail_mark > since;
+    }
+    return models >= MODELS_BEFORE_ONE_PROBE && (double)job->last_trial_number - since > marked;
+}
+
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
 {
     const struct bso_job_spec *sp = &job->spec;
@@ -196,7 +229,7 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     /* The search looks around the best measured since the job last changed, when there is
      * one: a size known only from before may have moved. */
     const int a = f >= 0 ? f : g;
-    const int c = explored_enough(job)
+    const int c = explored_enough(job) || probed_in_this_recurrence(job)
                       ? -1
                       : bso_policy_explore(job, a, bso_bs_expected_cost(&job->stats[a]));
     *batch_size = sp->batch_sizes[c >= 0 ? c : bso_policy_thompson(job)];
