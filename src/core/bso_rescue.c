@@ -26,14 +26,18 @@ double bso_policy_last_success(const struct bso_job *job)
  * two that failed likely fail too). */
 bool bso_policy_struck(const struct bso_job *job, size_t i)
 {
-    const double since = bso_policy_last_success(job);
-    double failed_below = 0, failed_above = 0;
+    /* One pass for the job's last success (bso_policy_last_success) and the latest failure on
+     * each side of i: the search asks this of every size it scans. */
+    const struct bso_bs_stat *st = job->stats;
+    double since = 0, failed_below = 0, failed_above = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        if (st[k].success_mark > since)
+            since = st[k].success_mark;
         double *failed = k < i ? &failed_below : &failed_above;
-        if (k != i && job->stats[k].fail_mark > *failed)
-            *failed = job->stats[k].fail_mark;
+        if (k != i && st[k].fail_mark > *failed)
+            *failed = st[k].fail_mark;
     }
-    return job->stats[i].fail_mark > since || (failed_below > since && failed_above > since);
+    return st[i].fail_mark > since || (failed_below > since && failed_above > since);
 }
 
 double bso_policy_failing_evidence(const struct bso_job *job)
