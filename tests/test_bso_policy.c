@@ -1894,6 +1894,35 @@ static void test_failures_that_spread_are_not_followed(void **state)
     assert_int_equal(next_after_failures(true, 3), 32);
 }
 
+/* The table of struck sizes a decision fills once (bso_policy_know_struck) says what asking
+ * bso_policy_struck of each size says without it, over marks drawn at random: failures before
+ * and after the last success, on one side of a size, on both, at the size itself. */
+static void test_struck_table_matches_the_scan(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    uint64_t x = 12345;
+    int struck = 0;
+    for (int round = 0; round < 2000; round++) {
+        for (size_t i = 0; i < 5; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            job.stats[i].success_mark = (double)((x >> 33) % 4);
+            job.stats[i].fail_mark = (double)((x >> 40) % 6);
+        }
+        bool scanned[5];
+        for (size_t i = 0; i < 5; i++)
+            struck += scanned[i] = bso_policy_struck(&job, i);
+        bso_policy_know_struck(&job);
+        assert_true(job.struck_known);
+        for (size_t i = 0; i < 5; i++)
+            assert_int_equal(bso_policy_struck(&job, i), scanned[i]);
+        job.struck_known = false;
+    }
+    assert_true(struck > 1000 && struck < 9000); /* the draws strike sizes and spare others */
+    bso_job_clear(&job);
+}
+
 /* A probe weighs the spread too: 16, 64 and 128 reached in 10 epochs (ten runs each, at 110, 100
  * and 120 an epoch) and 32 was never run. In this recurrence 128 ran to max_epochs, then 64:
  * the search from 16, the best left, would probe 32 (by the bound from 16, 10 epochs at about
@@ -2785,6 +2814,7 @@ int main(void)
         cmocka_unit_test(test_failures_that_spread_are_not_followed),
         cmocka_unit_test(test_rescue_does_not_follow_failures_that_spread),
         cmocka_unit_test(test_probe_weighs_failures_that_spread),
+        cmocka_unit_test(test_struck_table_matches_the_scan),
         cmocka_unit_test(test_size_that_misses_now_and_then_weighs_it),
         cmocka_unit_test(test_size_that_got_cheaper_starts_over_alone),
         cmocka_unit_test(test_first_run_far_below_the_runs_since_is_a_change),

@@ -166,7 +166,8 @@ static bool probed_in_this_recurrence(const struct bso_job *job)
     return models >= MODELS_BEFORE_ONE_PROBE && (double)job->last_trial_number - since > marked;
 }
 
-int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
+/* bso_policy_choose, with the sizes struck out of the recurrence known (bso_policy_know_struck). */
+static int choose(struct bso_job *job, int64_t *batch_size)
 {
     const struct bso_job_spec *sp = &job->spec;
     const int n = (int)sp->n_batch_sizes;
@@ -236,8 +237,9 @@ int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
     return 0;
 }
 
-void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *rep, bool reached,
-                       struct bso_decision *out)
+/* bso_policy_decide, with the sizes struck out of the recurrence known. */
+static void decide(struct bso_job *job, size_t i, const struct bso_report *rep, bool reached,
+                   struct bso_decision *out)
 {
     struct bso_bs_stat *s = &job->stats[i];
     if (rep->current_epoch == 1)
@@ -344,6 +346,22 @@ void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *r
     }
     out->stop_train = false;
     snprintf(out->message, sizeof out->message, "Stop condition not met, keep training");
+}
+
+int bso_policy_choose(struct bso_job *job, int64_t *batch_size)
+{
+    bso_policy_know_struck(job);
+    const int rc = choose(job, batch_size);
+    job->struck_known = false;
+    return rc;
+}
+
+void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *rep, bool reached,
+                       struct bso_decision *out)
+{
+    bso_policy_know_struck(job);
+    decide(job, i, rep, reached, out);
+    job->struck_known = false;
 }
 
 enum bso_run_end bso_policy_run_end(const struct bso_job *job, const struct bso_decision *d,

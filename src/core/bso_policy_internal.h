@@ -173,6 +173,10 @@ double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g);
 /* The job's last success: the last trial at which any size reached the target (0: none). */
 double bso_policy_last_success(const struct bso_job *job);
 bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in this recurrence */
+/* Fills job->struck for every size (what bso_policy_struck says) and sets job->struck_known,
+ * for a decision that asks it of every size it scans; the caller clears struck_known when the
+ * decision is made, before anything changes the marks. */
+void bso_policy_know_struck(struct bso_job *job);
 /* How near the failures of the recurrence still looking for a model came to raising the alarm
  * that the job changed: the most change evidence (bso_policy_change_evidence, 0 to 1) of a size
  * that failed since the last run that reached; 0 when none did. */

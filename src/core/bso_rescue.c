@@ -23,11 +23,10 @@ double bso_policy_last_success(const struct bso_job *job)
 
 /* Whether size i is not handed out again in the recurrence that is still looking for a model:
  * it failed after the job's last success, or it lies between two sizes that did (sizes between
- * two that failed likely fail too). */
-bool bso_policy_struck(const struct bso_job *job, size_t i)
+ * two that failed likely fail too). One pass for the job's last success (bso_policy_last_success)
+ * and the latest failure on each side of i. */
+static bool struck_by_scan(const struct bso_job *job, size_t i)
 {
-    /* One pass for the job's last success (bso_policy_last_success) and the latest failure on
-     * each side of i: the search asks this of every size it scans. */
     const struct bso_bs_stat *st = job->stats;
     double since = 0, failed_below = 0, failed_above = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
@@ -38,6 +37,33 @@ bool bso_policy_struck(const struct bso_job *job, size_t i)
             *failed = st[k].fail_mark;
     }
     return st[i].fail_mark > since || (failed_below > since && failed_above > since);
+}
+
+bool bso_policy_struck(const struct bso_job *job, size_t i)
+{
+    return job->struck_known ? job->struck[i] : struck_by_scan(job, i);
+}
+
+void bso_policy_know_struck(struct bso_job *job)
+{
+    /* struck_by_scan for every size at once: the last success, then the latest failure below
+     * each size (a pass up) and above it (a pass down). */
+    const size_t n = job->spec.n_batch_sizes;
+    const struct bso_bs_stat *st = job->stats;
+    const double since = bso_policy_last_success(job);
+    double failed = 0;
+    for (size_t k = 0; k < n; k++) {
+        job->struck[k] = failed > since; /* failed below; and above, next pass */
+        if (st[k].fail_mark > failed)
+            failed = st[k].fail_mark;
+    }
+    failed = 0;
+    for (size_t k = n; k-- > 0;) {
+        job->struck[k] = st[k].fail_mark > since || (job->struck[k] && failed > since);
+        if (st[k].fail_mark > failed)
+            failed = st[k].fail_mark;
+    }
+    job->struck_known = true;
 }
 
 double bso_policy_failing_evidence(const struct bso_job *job)

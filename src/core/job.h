@@ -49,6 +49,11 @@ struct bso_job {
     /* Owned. MAB-stage arms, ascending batch size. */
     struct bso_arm *arms;
     size_t n_arms;
+    /* Not stored: while the bso policy decides (bso_policy_choose, bso_policy_decide), which
+     * sizes are struck out of the recurrence under way, so that the search's scans ask it of
+     * every size without scanning every size again (bso_policy_struck); false otherwise. */
+    bool struck_known;
+    bool struck[BSO_MAX_BATCH_SIZES];
     /* The bso policy's knowledge of each batch size (index as spec.batch_sizes). */
     struct bso_bs_stat stats[BSO_MAX_BATCH_SIZES];
     char errmsg[512]; /* why the last failing call failed */
