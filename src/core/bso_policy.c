@@ -151,10 +151,12 @@ static bool explored_enough(const struct bso_job *job)
  * the only run that leaves no failure mark (a run that ran out of epochs, or one at a size that
  * had reached, marks its size), so the recurrence's launches (every trial since the job's last
  * success: a recurrence ends at its first run that reaches) outnumber its marked sizes (a size
- * fails at most once in a recurrence: bso_policy_struck). A trial that ended without a report
- * counts as one too. Any launch without a model, probe or not, stopping the search instead
- * left the held-out synthetic workloads' searches stuck: their mid-recurrence probes, from the
- * best size left after a failure, are how they got past a size that reached once by luck. */
+ * that failed in it runs again only as the rescue's last resort, when nothing else is left:
+ * bso_policy_struck; counted as a probe then, it holds back no probe that could run). A trial
+ * that ended without a report counts as one too. Any launch without a model, probe or not, stopping
+ * the search instead left the held-out synthetic workloads' searches stuck: their mid-recurrence
+ * probes, from the best size left after a failure, are how they got past a size that reached once
+ * by luck. */
 static bool probed_in_this_recurrence(const struct bso_job *job)
 {
     const double since = bso_policy_last_success(job);
