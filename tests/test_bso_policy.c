@@ -571,20 +571,27 @@ static int64_t recur(struct bso_job *job, const int64_t *epochs, const double *p
     return 0;
 }
 
-/* A job that never changed: 64 reached (8 epochs at 100), and in this recurrence 128 and `also`
- * (another size that never reached; -1: none) ran to max_epochs (20); a device profile makes
- * the sizes below look cheaper per epoch, so the search would probe there next (16: two
- * octaves down, the way up being done). Returns what runs next. */
+/* A job whose 64 trained `models` models (8 epochs at 100, the last at trial 5) and whose smaller
+ * sizes a device profile makes look cheaper per epoch, so that the search, once 128 has run out
+ * of epochs, would probe 16 next (two octaves down, the way up being done). */
+static void start_with_cheaper_small_sizes(struct bso_job *job, int64_t models)
+{
+    start(job);
+    set_reached(job, 2, models, 8, 100, 5);
+    const double sample_cost[] = {0.3, 0.3, 1.0, 1.0, 1.0};
+    for (size_t i = 0; i < 5; i++)
+        bso_policy_set_profile(job, i, job->spec.max_power / sample_cost[i], sample_cost[i]);
+}
+
+/* A job that never changed (start_with_cheaper_small_sizes), and in this recurrence 128 and
+ * `also` (another size that never reached; -1: none) ran to max_epochs (20). Returns what runs
+ * next. */
 static int64_t after_exploring_misses(int also, bool changed)
 {
     struct bso_job job;
-    start(&job);
-    /* One model so far: a recurrence's launches that trained none do not stop the search by
-     * themselves yet (test_a_recurrence_probes_no_more_once_a_launch_trained_no_model). */
-    set_reached(&job, 2, 1, 8, 100, 5);
-    const double sample_cost[] = {0.3, 0.3, 1.0, 1.0, 1.0};
-    for (size_t i = 0; i < 5; i++)
-        bso_policy_set_profile(&job, i, job.spec.max_power / sample_cost[i], sample_cost[i]);
+    /* One model so far: a probe that trained none does not stop the search in its recurrence
+     * yet (test_a_recurrence_probes_no_more_once_a_probe_trained_no_model). */
+    start_with_cheaper_small_sizes(&job, 1);
     set_missed(&job, 3, 1, 30, 6);
     if (also >= 0)
         set_missed(&job, (size_t)also, 1, 30, 7);
@@ -606,32 +613,26 @@ static void test_a_recurrence_stops_exploring_after_two_misses(void **state)
     assert_int_equal(after_exploring_misses(4, true), 16);
 }
 
-/* A job whose 64 trained `models` models (8 epochs at 100, the last at trial 5), whose 128 ran
- * to max_epochs in an earlier recurrence, and whose smaller sizes a device profile makes look
- * cheaper per epoch (the search would probe 16 next). `launched`: the recurrence under way has
- * had a launch that trained no model (a probe of 256 passed over after one epoch, trial 6).
- * Returns what runs next. */
-static int64_t probe_or_best(int64_t models, bool launched)
+/* start_with_cheaper_small_sizes, 128 having run to max_epochs in an earlier recurrence.
+ * `probed`: the recurrence under way has had a probe that trained no model (256 passed over
+ * after one epoch, trial 6). Returns what runs next. */
+static int64_t probe_or_best(int64_t models, bool probed)
 {
     struct bso_job job;
-    start(&job);
-    set_reached(&job, 2, models, 8, 100, 5);
-    const double sample_cost[] = {0.3, 0.3, 1.0, 1.0, 1.0};
-    for (size_t i = 0; i < 5; i++)
-        bso_policy_set_profile(&job, i, job.spec.max_power / sample_cost[i], sample_cost[i]);
+    start_with_cheaper_small_sizes(&job, models);
     set_missed(&job, 3, 1, 30, 4);
     job.last_trial_number = 5;
-    if (launched) {
+    if (probed) {
         set_passed(&job, 4, 30);
         job.last_trial_number = 6;
     }
     return choose_and_clear(&job);
 }
 
-/* Once the job has trained two models, a recurrence whose launch trained none probes no
+/* Once the job has trained two models, a recurrence whose probe trained no model probes no
  * further: its next launch is the size likeliest to train the model (64), and the search goes
  * on at the next recurrence's first launch. In the job's first recurrences it probes on. */
-static void test_a_recurrence_probes_no_more_once_a_launch_trained_no_model(void **state)
+static void test_a_recurrence_probes_no_more_once_a_probe_trained_no_model(void **state)
 {
     (void)state;
     assert_int_equal(probe_or_best(3, false), 16);
@@ -2846,7 +2847,7 @@ int main(void)
         cmocka_unit_test(test_rescue_weighs_a_size_whose_misses_may_be_bad_luck),
         cmocka_unit_test(test_rescue_goes_by_the_epochs_from_before_when_nothing_reached_since),
         cmocka_unit_test(test_a_recurrence_stops_exploring_after_two_misses),
-        cmocka_unit_test(test_a_recurrence_probes_no_more_once_a_launch_trained_no_model),
+        cmocka_unit_test(test_a_recurrence_probes_no_more_once_a_probe_trained_no_model),
         cmocka_unit_test(test_warm_up_fitted_as_a_fixed_cost_and_a_factor),
         cmocka_unit_test(test_rescue_keeps_near_the_sizes_that_reached),
         cmocka_unit_test(test_last_resort_stays_near_the_sizes_that_reached),

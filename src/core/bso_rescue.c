@@ -12,8 +12,8 @@
 
 double bso_policy_last_success(const struct bso_job *job)
 {
-    /* Plain comparisons, not fmax (a libm call, the marks are never NaN): the search asks this
-     * of every size it scans, through bso_policy_struck. */
+    /* Plain comparisons, not fmax (a libm call; the marks are never NaN): each decision asks
+     * this several times. */
     double since = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
         if (job->stats[k].success_mark > since)
@@ -23,15 +23,13 @@ double bso_policy_last_success(const struct bso_job *job)
 
 /* Whether size i is not handed out again in the recurrence that is still looking for a model:
  * it failed after the job's last success, or it lies between two sizes that did (sizes between
- * two that failed likely fail too). One pass for the job's last success (bso_policy_last_success)
- * and the latest failure on each side of i. */
+ * two that failed likely fail too). A decision reads bso_policy_know_struck's table instead. */
 static bool struck_by_scan(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *st = job->stats;
-    double since = 0, failed_below = 0, failed_above = 0;
+    const double since = bso_policy_last_success(job);
+    double failed_below = 0, failed_above = 0;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
-        if (st[k].success_mark > since)
-            since = st[k].success_mark;
         double *failed = k < i ? &failed_below : &failed_above;
         if (k != i && st[k].fail_mark > *failed)
             *failed = st[k].fail_mark;
