@@ -411,6 +411,44 @@ static void test_epochs_posterior_shrinks_toward_the_curve(void **state)
     bso_job_clear(&job);
 }
 
+/* Between two measured sizes, an epoch's cost is a cost per sample and a cost per step (N/b
+ * steps): 300 at 16 and 150 at 64 are 100 a sample-epoch and 3200 a step-epoch, so 200 at 32,
+ * where log space would say 212. Where either part would be negative (cost rising with size,
+ * or falling faster than 1/b), log space: the geometric mean at the midpoint in log2. */
+static void test_cost_per_epoch_between_sizes_by_its_parts(void **state)
+{
+    (void)state;
+    static const int64_t sizes[] = {16, 32, 64};
+    static const double ends[][2] = {{300, 150}, {100, 200}, {400, 50}};
+    for (size_t k = 0; k < 3; k++) {
+        struct bso_job job;
+        start_with(&job, sizes, 3, -1);
+        set_reached(&job, 0, 3, 8, ends[k][0], 3);
+        set_reached(&job, 2, 3, 8, ends[k][1], 6);
+        const double want = k == 0 ? 200 : sqrt(ends[k][0] * ends[k][1]);
+        assert_true(fabs(bso_policy_epoch_cost(&job, 1) - want) < 1e-9);
+        bso_job_clear(&job);
+    }
+}
+
+/* librispeech on the V100, sizes halved: from 128 (9 epochs at 1.27 an epoch), the search
+ * moved to 64 (8 at 1.18), then two octaves down to 16, passed over after one epoch at 1.525.
+ * 16 may still be probed, so it bounds nothing, and its own probe does not repay; 32, halfway,
+ * was never weighed (the job stayed on 64). It is now, as nothing else repays: about 7.1
+ * epochs at 1.30 (by the parts of an epoch's cost), 9.2, against 64's 9.44. */
+static void test_search_weighs_halfway_to_a_passed_over_size(void **state)
+{
+    (void)state;
+    static const int64_t sizes[] = {16, 32, 64, 128};
+    struct bso_job job;
+    start_with(&job, sizes, 4, -1);
+    set_reached(&job, 3, 1, 9, 1.27, 1);
+    set_reached(&job, 2, 2, 8, 1.18, 4);
+    set_passed(&job, 0, 1.525);
+    job.last_trial_number = 4;
+    assert_int_equal(choose_and_clear(&job), 32);
+}
+
 /* With a device profile, an unmeasured size's cost per epoch is the nearest measured size's,
  * scaled by the profile's cost per sample of both; without one, the prior slope. */
 static void test_profile_scales_estimates(void **state)
@@ -2799,6 +2837,8 @@ int main(void)
         cmocka_unit_test(test_best_size_run_is_allowed_its_own_noise_past_beta),
         cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
         cmocka_unit_test(test_profile_scales_estimates),
+        cmocka_unit_test(test_cost_per_epoch_between_sizes_by_its_parts),
+        cmocka_unit_test(test_search_weighs_halfway_to_a_passed_over_size),
         cmocka_unit_test(test_unfit_size_is_as_if_absent),
         cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),

@@ -6,6 +6,8 @@
 # whose first five launches trained no model (from a change that changes nothing, which makes
 # bso-sim count them).
 # Usage: tools/synthetic-figures.sh [BUILD_DIR] [SEED...]   (default build/release, 202 303)
+#   KNEE=K in the environment bends the traces' time per epoch otherwise (synthetic-traces.py's
+#   KNEE; default 1, the shape the bso policy assumes between measured sizes).
 set -eu
 build=${1:-build/release}
 shift || true
@@ -20,7 +22,7 @@ trap 'rm -rf "$out"' EXIT
 echo "| traces seed | bso geomean | worst cell | no model |"
 echo "|---|---|---|---|"
 for seed in $seeds; do
-    python3 "$here/synthetic-traces.py" "$out/traces" 24 "$seed" > /dev/null
+    python3 "$here/synthetic-traces.py" "$out/traces" 24 "$seed" "${KNEE:-1}" > /dev/null
     "$build/bso-sim" --traces "$out/traces" --workloads "$out/traces/workloads.csv" \
         --gpu g1,g2 --policy bso --seeds 1-20 --recurrences 50 --change "1:time=1.0" \
         --out "$out/sim" > /dev/null

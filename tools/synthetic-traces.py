@@ -2,7 +2,7 @@
 """Synthetic training traces in the format of shared/traces, for checking the policy on
 workloads it was not developed on (docs/policy.md, "Held-out synthetic workloads").
 
-Usage: tools/synthetic-traces.py OUT_DIR N SEED
+Usage: tools/synthetic-traces.py OUT_DIR N SEED [KNEE]
 
 Writes N workloads (syn0 .. syn<N-1>) on two made-up GPUs, g1 (max power 250 W) and g2
 (300 W), to OUT_DIR: summary_train.csv, summary_power_g1.csv, summary_power_g2.csv and
@@ -15,8 +15,11 @@ Each workload draws its shape at random:
   below B_noise, growing in proportion above it; five runs per size, log-normal around it
   (a spread of 3-25%, rounded up), some diverge (never reach), and so do many runs at sizes
   below a floor;
-* time per epoch falls with batch size as throughput saturates, (b + b_half) / b; power rises
-  with it; at the lower power limits (80%, 60%) the GPU slows where it drew more;
+* time per epoch falls with batch size as throughput saturates, 1 + (b_half / b)^KNEE: with
+  KNEE 1 (the default), (b + b_half) / b, a time per sample and a time per step, as the bso
+  policy assumes between measured sizes (docs/policy.md, "Cost per epoch between measured
+  sizes"); other KNEEs bend it otherwise (below 1 a slower, above 1 a sharper saturation),
+  with every random draw the same; power rises with it; at the lower power limits (80%, 60%) the GPU slows where it drew more;
 * the largest sizes may not fit (absent from the power trace);
 * max_epochs is either tight (1.3-2x what the cheapest size needs) or generous (2.5-6x);
   the default batch size is a random size that fits.
@@ -27,7 +30,7 @@ import random
 import sys
 
 
-def workload(rng, name, train, power, listing):
+def workload(rng, name, train, power, listing, knee):
     lo = rng.choice([2, 3, 4, 5, 6])
     octaves = rng.randint(6, 10)
     sizes = [2 ** e for e in range(lo, lo + octaves + 1)]
@@ -57,7 +60,7 @@ def workload(rng, name, train, power, listing):
         for b in sizes:
             if fits and b > fits:
                 continue
-            seconds = t0 * (b + b_half) / b
+            seconds = t0 * (1 + (b_half / b) ** knee)
             watts = max_power * (0.35 + 0.6 * b / (b + b_half))
             for limit in (max_power, int(max_power * 0.8), int(max_power * 0.6)):
                 slower = 1 + 0.8 * max(0, watts - limit) / watts
@@ -75,14 +78,20 @@ def workload(rng, name, train, power, listing):
 
 
 def main():
-    if len(sys.argv) != 4:
-        sys.exit("usage: tools/synthetic-traces.py OUT_DIR N SEED")
+    usage = "usage: tools/synthetic-traces.py OUT_DIR N SEED [KNEE]"
+    if len(sys.argv) not in (4, 5):
+        sys.exit(usage)
     out = sys.argv[1]
     try:
         n, seed = int(sys.argv[2]), int(sys.argv[3])
     except ValueError:
-        sys.exit("synthetic-traces: N and SEED must be whole numbers\n"
-                 "usage: tools/synthetic-traces.py OUT_DIR N SEED")
+        sys.exit("synthetic-traces: N and SEED must be whole numbers\n" + usage)
+    try:
+        knee = float(sys.argv[4]) if len(sys.argv) == 5 else 1.0
+    except ValueError:
+        knee = float("nan")
+    if not 0 < knee < 10:  # nan too
+        sys.exit("synthetic-traces: KNEE must be a number between 0 and 10\n" + usage)
     if n < 1:
         sys.exit("synthetic-traces: N must be at least 1")
     rng = random.Random(seed)
@@ -100,7 +109,7 @@ def main():
         listing.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
                       "default_batch_size,samples_per_epoch\n")
         for k in range(n):
-            workload(rng, "syn%d" % k, train, power, listing)
+            workload(rng, "syn%d" % k, train, power, listing, knee)
 
 
 if __name__ == "__main__":

@@ -132,6 +132,20 @@ class Sim(unittest.TestCase):
             self.assertNotEqual(bad.returncode, 0)
             self.assertIn("N and SEED must be whole numbers", bad.stderr)
             self.assertNotIn("Traceback", bad.stderr)
+            for knee in ("sharp", "0", "nan"):
+                bad = subprocess.run([sys.executable, tool, b, "4", "7", knee],
+                                     capture_output=True, text=True, timeout=60)
+                self.assertNotEqual(bad.returncode, 0, knee)
+                self.assertIn("KNEE must be a number", bad.stderr)
+                self.assertNotIn("Traceback", bad.stderr)
+            # Another knee bends the time per epoch only: the same epochs, other seconds.
+            bent = os.path.join(d, "bent")
+            made = subprocess.run([sys.executable, tool, bent, "4", "7", "1.6"],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(made.returncode, 0, made.stderr)
+            for name, same in (("summary_train.csv", True), ("summary_power_g1.csv", False)):
+                with open(os.path.join(a, name)) as fa, open(os.path.join(bent, name)) as fb:
+                    self.assertEqual(fa.read() == fb.read(), same, name)
             out = sim("--traces", a, "--workloads", os.path.join(a, "workloads.csv"), "--gpu",
                       "g1,g2", "--policy", "bso", "--seeds", "1-3", "--recurrences", "20",
                       "--out", os.path.join(d, "out"))
