@@ -13,6 +13,10 @@ mkdir -p "$out" && rm -f "$out"/bso.db*  # a new job each time
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BSO_LIBRARY=$build/libbso.so PYTHONUNBUFFERED=1 PYTHONPATH=$here/python${PYTHONPATH:+:$PYTHONPATH}
 py=${PYTHON:-python3}
+"$py" -c "import torch" 2> /dev/null || {
+    echo "$0: $py cannot import torch (set PYTHON to a Python that has PyTorch)" >&2
+    exit 2
+}
 export WIDTH=${WIDTH:-2048} SAMPLES=${SAMPLES:-200000}
 step() { echo; echo "=== $* ($(date +%T))"; }
 

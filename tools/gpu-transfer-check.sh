@@ -21,6 +21,10 @@ mkdir -p "$out" && rm -f "$out"/bso.db* "$out"/train.log  # new jobs each time
 here=$(cd "$(dirname "$0")/.." && pwd)
 export BSO_LIBRARY=$build/libbso.so PYTHONUNBUFFERED=1 PYTHONPATH=$here/python${PYTHONPATH:+:$PYTHONPATH}
 py=${PYTHON:-python3}
+"$py" -c "import torch" 2> /dev/null || {
+    echo "$0: $py cannot import torch (set PYTHON to a Python that has PyTorch)" >&2
+    exit 2
+}
 export WIDTH=${WIDTH:-512} SAMPLES=${SAMPLES:-200000} DEVICE=${DEVICE:-cuda}
 cpu_seconds=${CPU_SECONDS:-180}
 step() { echo; echo "=== $* ($(date +%T))"; }
