@@ -54,11 +54,25 @@ def by_parts(b0, c0, b1, c1, b):
 
 
 def main():
+    usage = "usage: tools/interpolation-error.py [TRACES_DIR] [ETA]"
+    if len(sys.argv) > 3:
+        sys.exit(usage)
     traces = (sys.argv[1] if len(sys.argv) > 1 and sys.argv[1]
               else os.environ.get("BSO_TRACES", "../shared/traces"))
-    eta = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
-    gpus = sorted(name[len("summary_power_"):-len(".csv")] for name in os.listdir(traces)
-                  if name.startswith("summary_power_") and name.endswith(".csv"))
+    try:
+        eta = float(sys.argv[2]) if len(sys.argv) > 2 else 0.5
+    except ValueError:
+        eta = float("nan")
+    if not 0 <= eta <= 1:  # nan too
+        sys.exit("interpolation-error: ETA must be a number in [0, 1]\n" + usage)
+    try:
+        gpus = sorted(name[len("summary_power_"):-len(".csv")] for name in os.listdir(traces)
+                      if name.startswith("summary_power_") and name.endswith(".csv"))
+    except OSError as e:
+        sys.exit("interpolation-error: cannot read the traces in %s: %s\n%s" % (
+            traces, e.strerror, usage))
+    if not gpus:
+        sys.exit("interpolation-error: no summary_power_*.csv in %s\n%s" % (traces, usage))
     print("%-6s %-14s %5s %10s %10s %10s %10s" % ("gpu", "workload", "n", "log rms",
                                                    "log mean", "step rms", "step mean"))
     better = pairs = 0

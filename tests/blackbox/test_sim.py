@@ -408,6 +408,44 @@ class Sim(unittest.TestCase):
             self.assertEqual(found[0], "0")
             self.assertGreaterEqual(int(found[1]), 1)
 
+    def test_interpolation_error_on_traces_of_the_per_step_shape(self):
+        """tools/interpolation-error.py on synthetic traces whose cost per epoch is exactly a cost
+        per sample plus a cost per step (KNEE 1): guessed by parts, every left-out size comes
+        out right, while log space errs high; other KNEEs it need not. Bad arguments get a
+        message and a non-zero exit."""
+        maker = os.path.join(HERE, "..", "..", "tools", "synthetic-traces.py")
+        tool = os.path.join(HERE, "..", "..", "tools", "interpolation-error.py")
+        with tempfile.TemporaryDirectory() as d:
+            for knee in ("1", "0.6"):
+                traces = os.path.join(d, knee)
+                made = subprocess.run([sys.executable, maker, traces, "3", "7", knee],
+                                      capture_output=True, text=True, timeout=60)
+                self.assertEqual(made.returncode, 0, made.stderr)
+                out = subprocess.run([sys.executable, tool, traces, "0.5"],
+                                     capture_output=True, text=True, timeout=60)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                rows = [line.split() for line in out.stdout.splitlines()[1:-1]]
+                self.assertEqual(len(rows), 6, out.stdout)  # 3 workloads on g1 and g2
+                for gpu, workload, n, log_rms, log_mean, step_rms, step_mean in rows:
+                    self.assertGreater(int(n), 0)
+                    if knee == "1":
+                        self.assertLess(float(step_rms), 1e-3, out.stdout)
+                        self.assertGreater(float(log_rms), 0.01, out.stdout)
+                        self.assertGreater(float(log_mean), 0, out.stdout)  # too high
+                    else:
+                        self.assertGreater(float(step_rms), 1e-3, out.stdout)
+                if knee == "1":
+                    self.assertIn("per step erred less on 6 of 6", out.stdout)
+            for args, message in (([d, "2"], "ETA must be a number in [0, 1]"),
+                                  ([d, "x"], "ETA must be a number in [0, 1]"),
+                                  ([os.path.join(d, "none")], "cannot read the traces"),
+                                  ([d], "no summary_power_*.csv")):
+                bad = subprocess.run([sys.executable, tool, *args], capture_output=True,
+                                     text=True, timeout=60)
+                self.assertNotEqual(bad.returncode, 0, args)
+                self.assertIn(message, bad.stderr)
+                self.assertNotIn("Traceback", bad.stderr)
+
     def test_sizes_that_reach_by_chance_replayed_identically_over_http(self):
         """A held-out synthetic workload whose sizes reach the target only some of the time
         (syn18 of set 808: max_epochs 78, 32 reaches three runs in five): the runs that ran to
