@@ -125,14 +125,15 @@ static double interpolate(const struct bso_job *job, size_t i, int lo, int hi, d
 {
     const struct bso_bs_stat *a = &job->stats[lo], *b = &job->stats[hi];
     const double b0 = (double)job->spec.batch_sizes[lo], b1 = (double)job->spec.batch_sizes[hi];
-    double y0 = log(bso_bs_cost_per_epoch(a)), y1 = log(bso_bs_cost_per_epoch(b));
-    if (level > 0) {
-        y0 += log(level / bso_bs_cost_level(a));
-        y1 += log(level / bso_bs_cost_level(b));
-    }
     const double b_i = (double)job->spec.batch_sizes[i];
-    const double by_parts = per_step_interpolate(b0, exp(y0), b1, exp(y1), b_i);
-    return isnan(by_parts) ? exp(bso_interpolate(log2(b0), y0, log2(b1), y1, log2(b_i))) : by_parts;
+    double c0 = bso_bs_cost_per_epoch(a), c1 = bso_bs_cost_per_epoch(b);
+    if (level > 0) {
+        c0 *= level / bso_bs_cost_level(a);
+        c1 *= level / bso_bs_cost_level(b);
+    }
+    const double by_parts = per_step_interpolate(b0, c0, b1, c1, b_i);
+    return isnan(by_parts) ? exp(bso_interpolate(log2(b0), log(c0), log2(b1), log(c1), log2(b_i)))
+                           : by_parts;
 }
 
 double bso_policy_epoch_cost(const struct bso_job *job, size_t i)

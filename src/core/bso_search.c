@@ -171,19 +171,20 @@ static int halfway_to_ran(const struct bso_job *job, int g, int dir)
  * rather than the optimistic bound, which below the best, bounded by the steps law alone, is
  * loose: taken as a bisection point ranked with the other side's candidate by gain, 16, halfway
  * to a passed-over 8, went before 64 when the optimum 32 of librispeech on the A40 took 1.5x
- * the time per epoch, and the job stayed on 16, 14% above 64. */
+ * the time per epoch, and the job stayed on 16, 14% above 64. Sets *central to its central
+ * estimate when it returns a size. */
 static int halfway_to_passed(const struct bso_job *job, int g, int p, double best_cost,
-                             const struct bso_spread *spread)
+                             const struct bso_spread *spread, double *central)
 {
     const double mid =
         (log2((double)job->spec.batch_sizes[g]) + log2((double)job->spec.batch_sizes[p])) / 2;
     const int h =
         p < g ? closest_open(job, p + 1, g - 1, mid) : closest_open(job, g + 1, p - 1, mid);
     double gain;
-    return h >= 0 && probe_gain(job, h, best_cost, spread, &gain) &&
-                   central_probe_cost(job, h) < best_cost
-               ? h
-               : -1;
+    if (h < 0 || !probe_gain(job, h, best_cost, spread, &gain))
+        return -1;
+    *central = central_probe_cost(job, h);
+    return *central < best_cost ? h : -1;
 }
 
 /* A transferred job's untried size whose epochs on the old hardware, at its cost per epoch here,
@@ -256,7 +257,7 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
     bso_policy_spread(job, &spread);
     const bool changed = bso_policy_change_trial(job) > 0;
     int pick = -1, halfway = -1;
-    double pick_rank = 0;
+    double pick_rank = 0, halfway_cost = INFINITY;
     for (int dir = -1; dir <= 1; dir += 2) {
         /* The nearest size on this side that ends the search (ends_search), or past the
          * end. */
@@ -308,10 +309,12 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
             }
         }
         if (!pays && !bisecting && job->stats[c].status == BSO_BS_PASSED) {
-            const int h = halfway_to_passed(job, g, c, best_cost, &spread);
-            if (h >= 0 &&
-                (halfway < 0 || central_probe_cost(job, h) < central_probe_cost(job, halfway)))
+            double central;
+            const int h = halfway_to_passed(job, g, c, best_cost, &spread, &central);
+            if (h >= 0 && (halfway < 0 || central < halfway_cost)) {
                 halfway = h;
+                halfway_cost = central;
+            }
         }
         if (!pays && !bisecting && bso_policy_transferred(job)) {
             /* A transferred job's sizes were not tried by a search moving one way on this
