@@ -554,7 +554,9 @@ static void test_crashing_size_becomes_infeasible(void **state)
 
 /* No size ever reaches: each of the five runs to max_epochs once (64 first, then the smaller
  * sizes), then once more in the same order (a run may miss by chance), and then the job is
- * given up. A size that reaches in the second pass trains the job instead. */
+ * refused a size (BSO_EPRUNED, counted in job.refusals) until its next pass opens: after one
+ * refusal, then two, then four (passes ever further apart). A run resets the count; a size
+ * that reaches in a later pass trains the job. */
 static void test_all_failed_is_pruned(void **state)
 {
     (void)state;
@@ -579,15 +581,71 @@ static void test_all_failed_is_pruned(void **state)
             assert_int_equal(second[1], first[1]);
             struct bso_trial t = predict_ok(&job); /* trained: the job goes on */
             assert_true(t.batch_size > 0);
-        } else {
-            assert_memory_equal(first, second, sizeof first);
-            struct bso_trial t;
-            unsigned changed;
-            assert_int_equal(bso_job_predict(&job, &t, &changed), BSO_EPRUNED);
-            assert_non_null(strstr(bso_job_errmsg(&job), "No batch size reached the target"));
+            bso_job_clear(&job);
+            continue;
         }
+        assert_memory_equal(first, second, sizeof first);
+        for (int pass = 3; pass <= 5; pass++) {
+            const int64_t wanted = (int64_t)1 << (pass - 3); /* refusals before this pass */
+            for (int64_t k = 0; k < wanted; k++) {
+                struct bso_trial t;
+                unsigned changed;
+                assert_int_equal(bso_job_predict(&job, &t, &changed), BSO_EPRUNED);
+                assert_int_equal(changed, BSO_CHANGED_REFUSALS); /* the count is stored */
+                assert_int_equal(job.refusals, k + 1);
+                const char *msg = bso_job_errmsg(&job);
+                assert_non_null(strstr(msg, "No batch size reached the target"));
+                char runs[32];
+                snprintf(runs, sizeof runs, "in %d runs of each", pass - 1);
+                assert_non_null(strstr(msg, runs));
+                if (k + 1 == wanted) {
+                    assert_non_null(strstr(msg, "the next request starts another pass"));
+                } else {
+                    char after[64];
+                    snprintf(after, sizeof after, "after %lld more request",
+                             (long long)(wanted - k - 1));
+                    assert_non_null(strstr(msg, after));
+                }
+            }
+            int64_t again[5];
+            for (int k = 0; k < 5; k++) {
+                struct bso_trial t = predict_ok(&job);
+                assert_int_equal(job.refusals, 0);
+                struct bso_decision d;
+                run(&job, &t, 100, pass == 5 && k == 3 ? 12 : 0, &d);
+                again[k] = t.batch_size;
+                if (d.converged)
+                    break;
+            }
+            if (pass < 5)
+                assert_memory_equal(again, first, sizeof first); /* the first pass's order */
+        }
+        /* The fifth pass's fourth size reached: the job trains from now on. */
+        struct bso_trial t = predict_ok(&job);
+        assert_true(t.batch_size > 0);
         bso_job_clear(&job);
     }
+}
+
+/* Every size unusable (each crashed out of memory): no pass can ever open, and the message
+ * says only what to reconfigure. */
+static void test_refused_for_good_when_no_size_can_run(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        job.stats[i].status = BSO_BS_INFEASIBLE;
+    for (int k = 0; k < 3; k++) {
+        struct bso_trial t;
+        unsigned changed;
+        assert_int_equal(bso_job_predict(&job, &t, &changed), BSO_EPRUNED);
+        assert_null(strstr(bso_job_errmsg(&job), "pass"));
+        assert_non_null(strstr(bso_job_errmsg(&job), "Reconfigure batch_sizes or max_epochs."));
+    }
+    int64_t passes;
+    assert_int_equal(bso_policy_refusals_to_next_pass(&job, &passes), -1);
+    bso_job_clear(&job);
 }
 
 /* One recurrence of a job whose size i needs epochs[i] epochs (0: never reaches) at per[i] a
@@ -2842,6 +2900,7 @@ int main(void)
         cmocka_unit_test(test_unfit_size_is_as_if_absent),
         cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),
+        cmocka_unit_test(test_refused_for_good_when_no_size_can_run),
         cmocka_unit_test(test_no_change_no_alarm),
         cmocka_unit_test(test_change_detected_and_search_reopened),
         cmocka_unit_test(test_change_evidence_builds_before_the_alarm),

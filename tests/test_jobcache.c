@@ -81,22 +81,22 @@ static void assert_same_job(const struct bso_job *a, const struct bso_job *b)
         assert_int_equal(x->status, y->status);
         assert_int_equal(x->runs, y->runs);
         assert_int_equal(x->successes, y->successes);
-        const double fx[] = {x->sum_epochs,       x->sum_sq_epochs,   x->min_epochs,
-                             x->cost_sum,         x->epochs_sum,      x->censored_epochs,
-                             x->first_epoch_cost, x->warm_first_sum,  x->warm_steady_sum,
-                             x->success_mark,     x->fail_mark,       x->total_runs,
-                             x->total_successes,  x->misses,          x->misses_before_reaching,
-                             x->first_epochs,     x->first_mark,      x->declared_mark,
-                             x->past_spread_ss,   x->past_spread_dof, x->cost_level,
-                             x->changes_since_run};
-        const double fy[] = {y->sum_epochs,       y->sum_sq_epochs,   y->min_epochs,
-                             y->cost_sum,         y->epochs_sum,      y->censored_epochs,
-                             y->first_epoch_cost, y->warm_first_sum,  y->warm_steady_sum,
-                             y->success_mark,     y->fail_mark,       y->total_runs,
-                             y->total_successes,  y->misses,          y->misses_before_reaching,
-                             y->first_epochs,     y->first_mark,      y->declared_mark,
-                             y->past_spread_ss,   y->past_spread_dof, y->cost_level,
-                             y->changes_since_run};
+        const double fx[] = {x->sum_epochs,        x->sum_sq_epochs,   x->min_epochs,
+                             x->cost_sum,          x->epochs_sum,      x->censored_epochs,
+                             x->first_epoch_cost,  x->warm_first_sum,  x->warm_steady_sum,
+                             x->success_mark,      x->fail_mark,       x->total_runs,
+                             x->total_successes,   x->misses,          x->misses_before_reaching,
+                             x->first_epochs,      x->first_mark,      x->declared_mark,
+                             x->past_spread_ss,    x->past_spread_dof, x->cost_level,
+                             x->changes_since_run, x->shortfall};
+        const double fy[] = {y->sum_epochs,        y->sum_sq_epochs,   y->min_epochs,
+                             y->cost_sum,          y->epochs_sum,      y->censored_epochs,
+                             y->first_epoch_cost,  y->warm_first_sum,  y->warm_steady_sum,
+                             y->success_mark,      y->fail_mark,       y->total_runs,
+                             y->total_successes,   y->misses,          y->misses_before_reaching,
+                             y->first_epochs,      y->first_mark,      y->declared_mark,
+                             y->past_spread_ss,    y->past_spread_dof, y->cost_level,
+                             y->changes_since_run, y->shortfall};
         for (size_t f = 0; f < sizeof fx / sizeof *fx; f++)
             assert_true(same_double(fx[f], fy[f]));
     }
@@ -329,7 +329,7 @@ static void test_size_statistics_round_trip(void **state)
                    &s->streak_sum_epochs, &s->misses,          &s->misses_before_reaching,
                    &s->first_epochs,      &s->first_mark,      &s->declared_mark,
                    &s->past_spread_ss,    &s->past_spread_dof, &s->cost_level,
-                   &s->changes_since_run};
+                   &s->changes_since_run, &s->shortfall};
     for (size_t k = 0; k < sizeof f / sizeof *f; k++)
         *f[k] = 1.25 + (double)k;
     assert_int_equal(bso_session_save(t.p, &job, BSO_CHANGED_ALL_STATS, NULL, false, 0), 0);
@@ -345,7 +345,7 @@ static void test_size_statistics_round_trip(void **state)
                         b->streak_sum_epochs, b->misses,          b->misses_before_reaching,
                         b->first_epochs,      b->first_mark,      b->declared_mark,
                         b->past_spread_ss,    b->past_spread_dof, b->cost_level,
-                        b->changes_since_run};
+                        b->changes_since_run, b->shortfall};
     for (size_t k = 0; k < sizeof g / sizeof *g; k++)
         assert_true(same_double(g[k], 1.25 + (double)k));
     bso_job_clear(&job);

@@ -205,6 +205,15 @@ int cmd_show(struct ctx *c)
                " trials), and none is expected to within max_epochs: raise max_epochs or check "
                "target_metric\n",
                when, (int64_t)json_integer_value(json_object_get(out_of_reach, "trials")));
+        json_t *next = json_object_get(out_of_reach, "next_pass_after");
+        if (json_is_integer(next) && json_integer_value(next) > 0)
+            printf("the job never trained: its sizes run again after %" PRId64
+                   " more request(s) for a batch size are refused (%" PRId64 " so far)\n",
+                   (int64_t)json_integer_value(next),
+                   (int64_t)json_integer_value(json_object_get(out_of_reach, "refused")));
+        else if (json_is_integer(next))
+            printf("the job never trained: the next request for a batch size starts another "
+                   "pass over its sizes\n");
     }
     if (json_array_size(json_object_get(job, "power_profiles")) > 0)
         show_power(json_object_get(job, "power_profiles"));

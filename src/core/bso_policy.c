@@ -52,27 +52,96 @@ static int transferred_start(const struct bso_job *job)
     return best;
 }
 
-/* How many runs to max_epochs each size gets before a job that never reached the target is
- * given up: a run may miss by chance (a size that reaches three runs in five misses in a first
- * pass two times in five), and a second pass finds most such jobs a model; a target no size
- * can reach costs that second pass once. */
+/* How many passes over the sizes, each a run to max_epochs, a job that never reached the target
+ * makes at once: a run may miss by chance (a size that reaches three runs in five misses in a
+ * first pass two times in five), and a second pass finds most such jobs a model. After that the
+ * job is refused a size (BSO_EPRUNED) and opens pass m + 1 only once 2^(m - NEVER_TRAINED_TRIES)
+ * predictions were refused since its last run: passes ever further apart (after 1, 2, 4, ...
+ * refused recurrences), so that a target no size can reach costs a number of passes that grows
+ * with the log of the recurrences, and a job that missed by chance is not given up for good. */
 #define NEVER_TRAINED_TRIES 2
 
-/* Before any size reached the target and once every size has been tried: the size that ran
- * to max_epochs fewer than NEVER_TRAINED_TRIES times whose last failure is the oldest (the
- * first pass's order again); -1 when none is left. */
+/* Whether size k may run again in a job that never trained: it ran to max_epochs and failed. */
+static bool may_try_again(const struct bso_job *job, size_t k)
+{
+    const struct bso_bs_stat *s = &job->stats[k];
+    return bso_policy_usable(job, k) && s->status == BSO_BS_FAILED && s->misses >= 1;
+}
+
+/* The fewest runs to max_epochs of the sizes that may try again (-1 when none may), and
+ * whether a pass over them is under way (some ran once more than that). */
+static double fewest_misses(const struct bso_job *job, bool *under_way)
+{
+    double fewest = -1, most = -1;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (may_try_again(job, k)) {
+            const double m = job->stats[k].misses;
+            fewest = fewest < 0 || m < fewest ? m : fewest;
+            most = m > most ? m : most;
+        }
+    *under_way = most > fewest;
+    return fewest;
+}
+
+/* How many more refused predictions a pass that would make each size's run number m + 1 waits
+ * for. */
+static int64_t refusals_wanted(const struct bso_job *job, double fewest)
+{
+    if (fewest < NEVER_TRAINED_TRIES)
+        return 0;
+    const double wanted = ldexp(1, (int)fmin(fewest - NEVER_TRAINED_TRIES, 62));
+    return wanted > (double)job->refusals ? (int64_t)(wanted - (double)job->refusals) : 0;
+}
+
+/* Whether size a's runs to max_epochs came closer to the target than b's (a shortfall of 0:
+ * not known, after every known one), the first to fail first on a tie (the first pass's order
+ * again). */
+static bool closer(const struct bso_bs_stat *a, const struct bso_bs_stat *b)
+{
+    const bool ka = a->shortfall > 0, kb = b->shortfall > 0;
+    if (ka != kb)
+        return ka;
+    if (ka && a->shortfall != b->shortfall)
+        return a->shortfall < b->shortfall;
+    return a->fail_mark < b->fail_mark;
+}
+
+/* Before any size reached the target and once every size has been tried: of the sizes with
+ * the fewest runs to max_epochs, the one that came closest to the target, while a pass is
+ * under way or may open; -1 otherwise. */
 static int try_again(const struct bso_job *job)
 {
+    bool under_way;
+    const double fewest = fewest_misses(job, &under_way);
+    if (fewest < 0 || (!under_way && refusals_wanted(job, fewest) > 0))
+        return -1;
     int best = -1;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
-        const struct bso_bs_stat *s = &job->stats[k];
-        if (!bso_policy_usable(job, k) || s->status != BSO_BS_FAILED || s->misses < 1 ||
-            s->misses >= NEVER_TRAINED_TRIES)
-            continue;
-        if (best < 0 || s->fail_mark < job->stats[best].fail_mark)
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (may_try_again(job, k) && job->stats[k].misses <= fewest &&
+            (best < 0 || closer(&job->stats[k], &job->stats[best])))
             best = (int)k;
-    }
     return best;
+}
+
+void bso_policy_note_shortfall(struct bso_job *job, size_t i, double metric)
+{
+    const struct bso_job_spec *sp = &job->spec;
+    const double gap =
+        sp->higher_is_better_metric ? sp->target_metric - metric : metric - sp->target_metric;
+    struct bso_bs_stat *s = &job->stats[i];
+    if (gap > 0 && isfinite(gap) && (s->shortfall <= 0 || gap < s->shortfall))
+        s->shortfall = gap;
+}
+
+int64_t bso_policy_refusals_to_next_pass(const struct bso_job *job, int64_t *passes)
+{
+    bool under_way;
+    const double fewest = fewest_misses(job, &under_way);
+    *passes = fewest > 0 ? (int64_t)fewest : 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].total_successes > 0 || job->stats[k].successes > 0)
+            return -1;
+    return fewest < 0 ? -1 : under_way ? 0 : refusals_wanted(job, fewest);
 }
 
 /* Whether size k may run and has not yet (before any size reached: the sizes still to try). */
@@ -191,7 +260,7 @@ static int choose(struct bso_job *job, int64_t *batch_size)
             *batch_size = sp->batch_sizes[c];
             return 0;
         }
-        if (g < 0)
+        if (g < 0 && reached_before)
             return BSO_EPRUNED;
     }
     if (g < 0) {

@@ -92,6 +92,10 @@ struct bso_bs_stat {
      * judged as before it only if no earlier change came since it ran (bso_estimate.c,
      * beyond_a_spared_size). */
     double changes_since_run;
+    /* How far the closest of this size's runs to max_epochs ended from the target, in the
+     * metric's units (its last report); 0 while none did. In a job that never trained, the
+     * sizes closest to reaching run first in each pass after the first (try_again). */
+    double shortfall;
     /* Every run that reported at this size, and those that reached: plain counts, which
      * `runs` and `successes` (the weights of the evidence the policy keeps) stop being once
      * the job changed or a window forgets. */
@@ -181,8 +185,15 @@ bool bso_policy_diverged(const struct bso_job *job, size_t i);
  * policy still hands out sizes, the most likely to reach first, in case the job changes back. */
 int64_t bso_policy_out_of_reach(const struct bso_job *job, int64_t *since);
 
-/* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target. */
+/* The batch size for the job's next run. BSO_EPRUNED when no size can reach the target, or, in
+ * a job that never trained, until its next pass over the sizes opens (job->refusals). */
 int bso_policy_choose(struct bso_job *job, int64_t *batch_size);
+
+/* For a job that never trained: how many more predictions bso_policy_choose answers with
+ * BSO_EPRUNED before the job tries its sizes again (0: the next is given a size); -1 when no
+ * size may run again (each is unusable) or the job trained before. *passes: the runs to
+ * max_epochs each size has made (the fewest of any). */
+int64_t bso_policy_refusals_to_next_pass(const struct bso_job *job, int64_t *passes);
 
 /* Decides on a progress report of a run at batch size index i (out->cost already set). */
 void bso_policy_decide(struct bso_job *job, size_t i, const struct bso_report *rep, bool reached,
@@ -201,6 +212,10 @@ enum bso_run_end { BSO_RUN_REACHED, BSO_RUN_PASSED, BSO_RUN_KILLED, BSO_RUN_FAIL
  * i's changed. */
 bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epochs,
                         enum bso_run_end end);
+
+/* Records the metric that a run at size i reported when it ran to max_epochs without reaching
+ * (bso_bs_stat.shortfall). */
+void bso_policy_note_shortfall(struct bso_job *job, size_t i, double metric);
 
 /* Hands the per-size epochs that `from` learnt to `to`, a job of the same workload on other
  * hardware (BSO_POLICY_BSO, both): each size both jobs have that reached the target in `from`

@@ -158,18 +158,43 @@ static int mab_choose(struct bso_job *job, int64_t *bs, unsigned *changed)
     return 0;
 }
 
+/* The bso policy has no size for this request: counts the refusal (a job that never trained
+ * tries again after enough of them) and says when the sizes run again. BSO_EPRUNED. */
+static int refuse(struct bso_job *job, unsigned *changed)
+{
+    job->refusals++;
+    *changed |= BSO_CHANGED_REFUSALS;
+    int64_t passes;
+    const int64_t wanted = bso_policy_refusals_to_next_pass(job, &passes);
+    const long long max_epochs = (long long)job->spec.max_epochs;
+    if (wanted < 0)
+        return fail(job, BSO_EPRUNED,
+                    "No batch size reached the target within max_epochs (%lld). "
+                    "Reconfigure batch_sizes or max_epochs.",
+                    max_epochs);
+    if (wanted == 0)
+        return fail(job, BSO_EPRUNED,
+                    "No batch size reached the target within max_epochs (%lld) in %lld runs "
+                    "of each; the next request starts another pass over the sizes. "
+                    "Reconfigure batch_sizes or max_epochs if the target is out of reach.",
+                    max_epochs, (long long)passes);
+    return fail(job, BSO_EPRUNED,
+                "No batch size reached the target within max_epochs (%lld) in %lld runs of "
+                "each; another pass over the sizes starts after %lld more request%s without "
+                "one. Reconfigure batch_sizes or max_epochs if the target is out of reach.",
+                max_epochs, (long long)passes, (long long)wanted, wanted == 1 ? "" : "s");
+}
+
 /* Prediction under the bso policy: no pruning stage, no kept trials. */
 static int bso_predict(struct bso_job *job, struct bso_trial *t, unsigned *changed)
 {
     const bso_rng before = job->rng;
     int rc = bso_policy_choose(job, &t->batch_size);
     if (rc == BSO_EPRUNED)
-        return fail(job, rc,
-                    "No batch size reached the target within max_epochs (%lld). "
-                    "Reconfigure batch_sizes or max_epochs.",
-                    (long long)job->spec.max_epochs);
+        return refuse(job, changed);
     if (rc < 0)
         return fail(job, rc, "could not choose a batch size: %s", bso_strerror(rc));
+    job->refusals = 0; /* counted since the job's last run */
     const int i = bso_job_spec_index(&job->spec, t->batch_size);
     t->type = job->stats[i].successes > 0 ? BSO_TRIAL_MAB : BSO_TRIAL_EXPLORATION;
     /* The job's stage tells readers that Thompson sampling has begun (the search may still
@@ -246,9 +271,11 @@ static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct
         *changed |= BSO_CHANGED_STATS; /* the first epoch's cost is remembered (warm-up) */
     if (!out->stop_train)
         return 0;
-    if (bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch,
-                           bso_policy_run_end(job, out, rep->current_epoch)))
+    const enum bso_run_end end = bso_policy_run_end(job, out, rep->current_epoch);
+    if (bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch, end))
         *changed |= BSO_CHANGED_ALL_STATS;
+    if (end == BSO_RUN_FAILED)
+        bso_policy_note_shortfall(job, (size_t)i, rep->metric);
     trial->status = BSO_TRIAL_SUCCEEDED;
     trial->time = rep->time;
     trial->energy = rep->energy;

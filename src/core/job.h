@@ -33,7 +33,13 @@ enum bso_changed {
                                        returned where an arm's would be) */
     BSO_CHANGED_ALL_STATS = 1 << 7, /* the bso policy revised every size's statistics (it found
                                        that the job changed) */
+    BSO_CHANGED_REFUSALS = 1 << 8,  /* the bso policy refused a prediction (refusals) */
 };
+
+/* The changes a store writes to the job's own row (stage, minimum, RNG, last trial number,
+ * refusals), besides a new trial, whose number the row records. */
+#define BSO_CHANGED_JOB_ROW                                                                        \
+    (BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST | BSO_CHANGED_REFUSALS)
 
 struct bso_job {
     struct bso_job_spec spec; /* validated: batch sizes ascending */
@@ -43,6 +49,10 @@ struct bso_job {
     int64_t min_cost_batch_size; /* its batch size; the default until then */
     bso_rng rng;
     int64_t last_trial_number;
+    /* Under the bso policy: predictions answered BSO_EPRUNED since the job's last run (a job
+     * that never trained tries its sizes again once enough recurrences went without a model;
+     * bso_policy_choose). */
+    int64_t refusals;
     /* Owned. Pruning-stage trials, ascending trial number. */
     struct bso_trial *trials;
     size_t n_trials, cap_trials;

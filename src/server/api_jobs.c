@@ -134,8 +134,10 @@ void bso_h_delete_job(struct bso_request *req, struct bso_response *res)
 }
 
 /* Whether the target is out of reach for now (bso_policy_out_of_reach): "target_out_of_reach"
- * {since_trial (the last success; null: none ever), trials (since then)} or null; null too
- * for a job not loaded (NULL: a zeus-policy job, which that never judges). */
+ * {since_trial (the last success; null: none ever), trials (since then), refused (predictions
+ * answered 409 since the last run), next_pass_after (for a job that never trained: how many
+ * more 409s before its sizes run again; null otherwise)} or null; null too for a job not
+ * loaded (NULL: a zeus-policy job, which that never judges). */
 static void encode_reach(struct jbuf *b, const struct bso_job *job)
 {
     int64_t since = 0;
@@ -153,6 +155,15 @@ static void encode_reach(struct jbuf *b, const struct bso_job *job)
         jb_null(b);
     jb_key(b, "trials");
     jb_int(b, trials);
+    jb_key(b, "refused");
+    jb_int(b, job->refusals);
+    int64_t passes;
+    const int64_t wanted = bso_policy_refusals_to_next_pass(job, &passes);
+    jb_key(b, "next_pass_after");
+    if (wanted >= 0)
+        jb_int(b, wanted);
+    else
+        jb_null(b);
     jb_end(b);
 }
 

@@ -166,6 +166,16 @@ int bso_svc_predict(struct bso_session *s, const char *job_id, struct bso_trial 
 
     unsigned changed;
     rc = bso_job_predict(&job, trial, &changed);
+    if (rc == BSO_EPRUNED && (changed & BSO_CHANGED_REFUSALS)) {
+        /* The refusal is counted (the job tries its sizes again after enough of them): it
+         * commits, and the caller still answers that no size was given. */
+        rc = bso_session_save(s, &job, changed, NULL, false, 0);
+        rc = finish(s, rc < 0 ? db_error(s, rc, "predict", msg) : 0, "predict", msg);
+        if (rc == 0)
+            rc = say(msg, BSO_EPRUNED, "%s", bso_job_errmsg(&job));
+        bso_job_clear(&job);
+        return rc;
+    }
     if (rc < 0) {
         rc = say(msg, rc, "%s", bso_job_errmsg(&job));
     } else {

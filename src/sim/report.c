@@ -197,7 +197,7 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
                     "without a model (%.1f to expect of any policy)%s%s\n",
                     "all", "", name, exp(log_after / (double)n_after), worst_after,
                     (long long)no_model_after, floor_after, left_out,
-                    pruned ? " (the policy gave up jobs for good: their recurrences cost nothing "
+                    pruned ? " (the policy refused recurrences a batch size: they cost nothing "
                              "and count above)"
                            : "");
             print_gave_up(f, name, gave_up);

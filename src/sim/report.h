@@ -39,7 +39,7 @@ struct sim_cell { /* one job under one (policy, power) over all seeds */
     double *curve; /* mean cost per recurrence */
     size_t n_phases;
     struct sim_phase_cell phase[SIM_MAX_PHASES];
-    int64_t pruned; /* seeds in which the policy gave the job up (no batch size left) */
+    int64_t pruned; /* seeds in which the policy refused a recurrence a batch size */
 };
 
 struct sim_plan {

@@ -221,7 +221,10 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
     const size_t maxp = s->n_pl - 1;
     const size_t p = opt->jit ? best_pl(job, b, opt->eta) : maxp;
     double time = 0, energy = 0;
-    const double off = job->w.higher_is_better ? job->w.target - 1 : job->w.target + 1;
+    /* The metric short of the target: by a share of a unit that falls from 1 to 0 as the run
+     * nears the epoch its path reaches at (the traces give that epoch only, so a straight
+     * line), a whole unit where the path never reaches. */
+    const double toward = job->w.higher_is_better ? 1 : -1;
     *reached = false;
     int64_t ran = 0;
     for (int64_t e = 1; e <= 4 * job->w.max_epochs; e++) {
@@ -247,9 +250,10 @@ static int run_once(const struct sim_job *job, const struct sim_options *opt,
             energy += s->time_per_epoch[p] * s->power[p];
         }
         *reached = te > 0 && e >= te;
+        const double short_of = *reached ? 0 : te > 0 ? 1 - (double)e / (double)te : 1;
         bool stop, converged;
-        if (drv->report(drv->ctx, bs, trial, time, energy, *reached ? job->w.target : off, e, &stop,
-                        &converged) < 0) {
+        if (drv->report(drv->ctx, bs, trial, time, energy, job->w.target - toward * short_of, e,
+                        &stop, &converged) < 0) {
             snprintf(err, errcap, "%s", drv->err);
             return -1;
         }
@@ -386,7 +390,6 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
     const int64_t launches = launches_in_time(opt);
     int64_t change_seen = 0; /* the last change the policy found, as a trial number */
     size_t k = 0;            /* the phase */
-    bool dead = false;       /* the policy pruned every size */
     for (int64_t r = 0; r < opt->recurrences && rc == 0; r++) {
         while (k + 1 < res->n_phases && r >= res->phase[k + 1].first) {
             k++;
@@ -424,18 +427,15 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
             int64_t bs;
             rc = run_once(&jobs[k], opt, &drv, &st, &c, &bs, &reached, err, errcap);
             if (rc == SIM_PRUNED) {
-                /* The job is dead: this and every later recurrence trains no model (and, the
-                   client getting no batch size, spends nothing). */
-                res->pruned_at = r + 1;
-                for (size_t p = k; p < res->n_phases; p++) {
-                    const struct sim_phase_result *q = &res->phase[p];
-                    const int64_t now = r + (attempts > launches ? 1 : 0); /* counted */
-                    const int64_t from = now > q->first ? now : q->first;
-                    res->phase[p].no_model += q->first + q->n - from;
-                }
+                /* The policy gave no size: this recurrence trains no model (counted here unless
+                 * its launches already ran out) and, the client getting no batch size, spends
+                 * nothing more. The next recurrence asks again. */
+                if (!res->pruned_at)
+                    res->pruned_at = r + 1;
+                if (attempts <= launches)
+                    ph->no_model++;
                 err[0] = '\0';
                 rc = 0;
-                dead = true;
                 break;
             }
             if (rc < 0)
@@ -465,8 +465,6 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
         }
         res->cumulative += res->cost[r];
         ph->cost += res->cost[r];
-        if (dead)
-            break;
     }
     for (size_t p = 0; p < res->n_phases && rc == 0; p++)
         res->phase[p].lag = phase_lag(&jobs[p], opt, &res->phase[p], trained);

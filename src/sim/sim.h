@@ -18,8 +18,8 @@
 #include "sim/profile.h"
 #include "sim/traces.h"
 
-/* What predict returns when the policy has no batch size left to give (every size pruned):
- * the job can train no model any more. */
+/* What predict returns when the policy has no batch size to give (every size pruned, or a job
+ * that never trained waiting for its next pass): the recurrence trains no model. */
 #define SIM_PRUNED (-2)
 
 /* The policy being replayed, behind three calls: in-process (the core) or over HTTP. */
@@ -110,8 +110,8 @@ struct sim_result {
     int64_t settle; /* recurrences until the successful batch size stopped changing */
     size_t n_phases;
     struct sim_phase_result phase[SIM_MAX_PHASES];
-    int64_t pruned_at; /* the recurrence (1-based) from which the policy gave no batch size
-                          at all (Zeus's "No converged batch sizes"); 0: never */
+    int64_t pruned_at; /* the first recurrence (1-based) in which the policy gave no batch
+                          size (Zeus's "No converged batch sizes"); 0: never */
 };
 
 /* Seeds rng from (seed, workload, batch size, k) only: the common random numbers that every

@@ -130,6 +130,7 @@ int bso_column_read_job(const struct bso_row *r, struct bso_job *job)
     if (!r->null(r->ctx, 25) && bso_column_parse_unfit(r->text(r->ctx, 25), sp) < 0)
         bad = BSO_EPARSE;
     sp->power_profiled = r->i64(r->ctx, 26) != 0;
+    job->refusals = r->i64(r->ctx, 27);
     return bad < 0 ? BSO_EPARSE : 0;
 }
 
@@ -176,6 +177,7 @@ const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE] = {
     STAT(past_spread_dof),
     STAT(cost_level),
     STAT(changes_since_run),
+    STAT(shortfall),
 };
 
 double *bso_column_stat_field(struct bso_bs_stat *b, size_t at)

@@ -158,9 +158,9 @@ static struct bso_arm *copy_arms(const struct bso_arm *src, size_t n)
 
 static struct bso_jobcache_row row_of(const struct bso_job *job)
 {
-    return (struct bso_jobcache_row){job->stage,    job->has_min_cost,
-                                     job->min_cost, job->min_cost_batch_size,
-                                     job->rng,      job->last_trial_number};
+    return (struct bso_jobcache_row){
+        job->stage, job->has_min_cost,      job->min_cost, job->min_cost_batch_size,
+        job->rng,   job->last_trial_number, job->refusals};
 }
 
 /* The row as the database holds it once written. */
@@ -229,6 +229,7 @@ static int copy_out(const struct image *img, unsigned load, struct bso_job *job)
     job->min_cost_batch_size = r->min_cost_batch_size;
     job->rng = r->rng;
     job->last_trial_number = r->last_trial_number;
+    job->refusals = r->refusals;
     if (img->stats)
         memcpy(job->stats, img->stats, img->n_sizes * sizeof *img->stats);
     else
@@ -458,7 +459,7 @@ static int apply_change(struct image *img, const struct bso_jobcache_change *chg
     const unsigned ch = chg->changed;
     if ((ch & BSO_CHANGED_TRIAL) && apply_trial(img, &chg->trial, chg->trial_is_new) < 0)
         return BSO_ENOMEM;
-    const unsigned job_row = BSO_CHANGED_STAGE | BSO_CHANGED_RNG | BSO_CHANGED_MIN_COST;
+    const unsigned job_row = BSO_CHANGED_JOB_ROW;
     if ((ch & job_row) || ((ch & BSO_CHANGED_TRIAL) && chg->trial_is_new)) {
         img->row = stored_row(chg->row);
         if (img->row.stage == BSO_STAGE_MAB)

@@ -31,6 +31,7 @@ struct bso_jobcache_row {
     int64_t min_cost_batch_size;
     bso_rng rng;
     int64_t last_trial_number;
+    int64_t refusals;
 };
 
 /* What one committed bso_session_save changed, copied so it outlives the caller's job. */

@@ -202,6 +202,10 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN cost_level DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
     /* 23: how many changes the policy found since each size last ran */
     "ALTER TABLE bs_stat ADD COLUMN changes_since_run DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
+    /* 24: for a job that never trained: the predictions refused since its last run
+     * (bso_job.refusals), and how close each size's runs to max_epochs came (shortfall) */
+    "ALTER TABLE job ADD COLUMN refusals BIGINT NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN shortfall DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -269,7 +273,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy, tenant, unfit, power_profiled FROM job WHERE job_id = $1",
+        " last_trial_number, policy, tenant, unfit, power_profiled, refusals FROM job"
+        " WHERE job_id = $1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = $1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -284,7 +289,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, "
         "$25, " NOW_TEXT ") ON CONFLICT (job_id) DO NOTHING",
     [ST_UPDATE_JOB] = "UPDATE job SET stage = $2, min_cost = $3, min_cost_batch_size = $4,"
-                      " rng_state = $5, last_trial_number = $6 WHERE job_id = $1",
+                      " rng_state = $5, last_trial_number = $6, refusals = $7 WHERE job_id = $1",
     [ST_INSERT_TRIAL] =
         "INSERT INTO trial (job_id, trial_number, batch_size, type, status, start_timestamp)"
         " VALUES ($1, $2, $3, $4, $5, " NOW_TEXT ")",
@@ -305,7 +310,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_RESET_STATS] = "DELETE FROM bs_stat WHERE job_id = $1",
     [ST_RESET_ORIGIN] = "DELETE FROM job_origin WHERE job_id = $1",
     [ST_RESET_JOB] = "UPDATE job SET stage = 'Pruning', min_cost = NULL,"
-                     " min_cost_batch_size = default_batch_size WHERE job_id = $1",
+                     " min_cost_batch_size = default_batch_size, refusals = 0 WHERE job_id = $1",
     [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = $1",
     [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
                      " min_cost_batch_size, created_at, tenant, policy FROM job WHERE job_id > $1"
@@ -326,7 +331,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
         " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
         " first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " changes_since_run, recent_epochs FROM bs_stat"
+        " changes_since_run, shortfall, recent_epochs FROM bs_stat"
         " WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
@@ -336,10 +341,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
         " first_epochs, first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " changes_since_run, recent_epochs)"
+        " changes_since_run, shortfall, recent_epochs)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
         " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34,"
-        " $35, $36, $37, $38, $39, $40, $41)"
+        " $35, $36, $37, $38, $39, $40, $41, $42)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -361,7 +366,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " first_epochs = EXCLUDED.first_epochs, first_mark = EXCLUDED.first_mark,"
         " declared_mark = EXCLUDED.declared_mark, past_spread_ss = EXCLUDED.past_spread_ss,"
         " past_spread_dof = EXCLUDED.past_spread_dof, cost_level = EXCLUDED.cost_level,"
-        " changes_since_run = EXCLUDED.changes_since_run,"
+        " changes_since_run = EXCLUDED.changes_since_run, shortfall = EXCLUDED.shortfall,"
         " recent_epochs = EXCLUDED.recent_epochs",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"
@@ -1021,6 +1026,7 @@ static int update_job(struct bso_session *base, const struct bso_job *job)
     p_int(&p, job->min_cost_batch_size);
     p_text(&p, rng);
     p_int(&p, job->last_trial_number);
+    p_int(&p, job->refusals);
     return run_done(s, ST_UPDATE_JOB, &p, "update job");
 }
 

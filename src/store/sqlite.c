@@ -198,6 +198,10 @@ static const char *const migrations[] = {
     "ALTER TABLE bs_stat ADD COLUMN cost_level REAL NOT NULL DEFAULT 0;\n",
     /* 23: how many changes the policy found since each size last ran */
     "ALTER TABLE bs_stat ADD COLUMN changes_since_run REAL NOT NULL DEFAULT 0;\n",
+    /* 24: for a job that never trained: the predictions refused since its last run
+     * (bso_job.refusals), and how close each size's runs to max_epochs came (shortfall) */
+    "ALTER TABLE job ADD COLUMN refusals INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN shortfall REAL NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -262,7 +266,8 @@ static const char *const stmt_sql[ST_COUNT] = {
         " target_metric, higher_is_better_metric, max_epochs, num_pruning_rounds, window_size,"
         " mab_prior_mean, mab_prior_precision, mab_num_explorations, mab_seed, max_power,"
         " number_of_gpus, gpu_model, stage, min_cost, min_cost_batch_size, rng_state,"
-        " last_trial_number, policy, tenant, unfit, power_profiled FROM job WHERE job_id = ?1",
+        " last_trial_number, policy, tenant, unfit, power_profiled, refusals FROM job"
+        " WHERE job_id = ?1",
     [ST_LOAD_TRIALS] = "SELECT trial_number, batch_size, type, status, time, energy, converged"
                        " FROM trial WHERE job_id = ?1 ORDER BY trial_number",
     [ST_LOAD_ARMS] = "SELECT batch_size, param_mean, param_precision, reward_precision,"
@@ -277,7 +282,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25,"
         " strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
     [ST_UPDATE_JOB] = "UPDATE job SET stage = ?2, min_cost = ?3, min_cost_batch_size = ?4,"
-                      " rng_state = ?5, last_trial_number = ?6 WHERE job_id = ?1",
+                      " rng_state = ?5, last_trial_number = ?6, refusals = ?7 WHERE job_id = ?1",
     [ST_INSERT_TRIAL] =
         "INSERT INTO trial (job_id, trial_number, batch_size, type, status, start_timestamp)"
         " VALUES (?1, ?2, ?3, ?4, ?5, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
@@ -299,7 +304,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_RESET_STATS] = "DELETE FROM bs_stat WHERE job_id = ?1",
     [ST_RESET_ORIGIN] = "DELETE FROM job_origin WHERE job_id = ?1",
     [ST_RESET_JOB] = "UPDATE job SET stage = 'Pruning', min_cost = NULL,"
-                     " min_cost_batch_size = default_batch_size WHERE job_id = ?1",
+                     " min_cost_batch_size = default_batch_size, refusals = 0 WHERE job_id = ?1",
     [ST_JOB_EXISTS] = "SELECT 1 FROM job WHERE job_id = ?1",
     [ST_LIST_JOBS] = "SELECT job_id, gpu_model, stage, last_trial_number, min_cost,"
                      " min_cost_batch_size, created_at, tenant, policy FROM job WHERE job_id > ?1"
@@ -319,7 +324,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
         " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
         " first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " changes_since_run, recent_epochs FROM bs_stat"
+        " changes_since_run, shortfall, recent_epochs FROM bs_stat"
         " WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
@@ -329,10 +334,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
         " first_epochs, first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " changes_since_run, recent_epochs)"
+        " changes_since_run, shortfall, recent_epochs)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
         " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34,"
-        " ?35, ?36, ?37, ?38, ?39, ?40, ?41)",
+        " ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
@@ -1212,6 +1217,7 @@ static int update_job(struct bso_session *s, const struct bso_job *job)
     sqlite3_bind_int64(st, 4, job->min_cost_batch_size);
     bind_text(st, 5, rng);
     sqlite3_bind_int64(st, 6, job->last_trial_number);
+    sqlite3_bind_int64(st, 7, job->refusals);
     return step_done(s, st, "update job");
 }
 

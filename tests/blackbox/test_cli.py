@@ -218,7 +218,8 @@ class Cli(unittest.TestCase):
                 self.assertNotIn(bs, failed)
                 failed.add(bs)
         self.assertEqual(failed, {32, 64, 128})
-        self.assertEqual(out_of_reach(), {"since_trial": 1, "trials": trials})
+        self.assertEqual(out_of_reach(), {"since_trial": 1, "trials": trials, "refused": 0,
+                                          "next_pass_after": None})  # it trained before
         self.assertIn("warning: no batch size reached the target since trial 1 (%d trials)"
                       % trials, self.bso("show", "cli-reach").stdout)
         self.assertTrue(listed_out_of_reach())

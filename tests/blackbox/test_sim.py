@@ -26,15 +26,15 @@ def decisions(path):
         return [row for row in csv.DictReader(f)]
 
 
-def write_synthetic(d):
-    """Two batch sizes: 32 needs 10 or 12 epochs (never in one of four runs), 64 needs 20."""
+def write_synthetic(d, paths32=("10", "12", "10", ""), paths64=("20", "20", "20")):
+    """Two batch sizes: 32 needs 10 or 12 epochs (never in one of four runs), 64 needs 20
+    (pathsNN: the epochs each run of size NN needs, "" where it never reaches)."""
     with open(os.path.join(d, "summary_train.csv"), "w") as f:
         f.write("dataset,network,batch_size,optimizer,learning_rate,run,target_metric,"
                 "target_epoch\n")
-        for run, epoch in enumerate(["10", "12", "10", ""]):
-            f.write("toy,net,32,sgd,0.1,%d,0.9,%s\n" % (run + 1, epoch))
-        for run in range(3):
-            f.write("toy,net,64,sgd,0.1,%d,0.9,20\n" % (run + 1))
+        for bs, paths in ((32, paths32), (64, paths64)):
+            for run, epoch in enumerate(paths):
+                f.write("toy,net,%d,sgd,0.1,%d,0.9,%s\n" % (bs, run + 1, epoch))
     with open(os.path.join(d, "summary_power_gpu1.csv"), "w") as f:
         f.write("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power\n")
         f.write("toy,net,32,sgd,100,10,80\ntoy,net,32,sgd,200,8,150\n")
@@ -563,6 +563,35 @@ class Sim(unittest.TestCase):
             runs = collections.Counter(r["recurrence"] for r in decisions(dec))
             self.assertEqual([runs[str(r)] for r in range(5, 9)], [100] * 4)
             self.assertIn("4 recurrences given up after 100 runs without a model", out.stdout)
+
+    def test_recurrences_refused_a_size_end_and_the_job_tries_again(self):
+        """A job that rarely reaches: 32 in one path of four, 64 never. Where two passes over
+        both sizes miss, the bso policy refuses the next recurrence a size (a 409 over HTTP):
+        the replay ends that recurrence without a model and without a run, and the next asks
+        again, and in some seeds a later pass trains the job. changes.csv counts each refused
+        recurrence as one without a model, and the table says that some were refused."""
+        with tempfile.TemporaryDirectory() as d:
+            write_synthetic(d, paths32=("", "", "", "10"), paths64=("", "", ""))
+            dec = os.path.join(d, "dec.csv")
+            out = sim("--traces", d, "--workloads", os.path.join(d, "workloads.csv"), "--gpu",
+                      "gpu1", "--policy", "bso", "--seeds", "1-8", "--recurrences", "12",
+                      "--change", "1:time=1.0", "--decisions", dec, "--out", d)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            runs = collections.defaultdict(list)
+            for r in decisions(dec):
+                runs[(r["seed"], int(r["recurrence"]))].append(r["outcome"])
+            refused_then_trained, no_model = 0, 0
+            for seed in range(1, 9):
+                outcomes = [runs.get((str(seed), r), []) for r in range(1, 13)]
+                no_model += sum("reached" not in o[:5] for o in outcomes)
+                refused = [r for r, o in enumerate(outcomes) if not o]
+                if refused and any("reached" in o for o in outcomes[refused[0]:]):
+                    refused_then_trained += 1
+            self.assertGreater(refused_then_trained, 0, dict(runs))
+            with open(os.path.join(d, "changes.csv")) as f:
+                counted = sum(int(p["no_model"]) for p in csv.DictReader(f))
+            self.assertEqual(counted, no_model)
+            self.assertIn("the policy refused recurrences a batch size", out.stdout)
 
     def test_move_decisions_name_their_arm(self):
         """A move to another GPU replayed fresh and with transfer in one command: each run in
