@@ -93,22 +93,24 @@ static int64_t refusals_wanted(const struct bso_job *job, double fewest)
     return wanted > (double)job->refusals ? (int64_t)(wanted - (double)job->refusals) : 0;
 }
 
-/* Whether size a's runs to max_epochs came closer to the target than b's (a shortfall of 0:
- * not known, after every known one), the first to fail first on a tie (the first pass's order
- * again). */
-static bool closer(const struct bso_bs_stat *a, const struct bso_bs_stat *b)
+/* Whether size a goes before b in a pass over the sizes of a job that never trained: in the
+ * second pass, the one that failed first (the first pass's order, which tries the sizes that
+ * need fewer epochs early); from the third, when each size has run twice, the one whose runs
+ * came closer to the target (a shortfall of 0, not known, after every known one), then the
+ * one that failed first. */
+static bool goes_before(const struct bso_bs_stat *a, const struct bso_bs_stat *b, double pass)
 {
     const bool ka = a->shortfall > 0, kb = b->shortfall > 0;
-    if (ka != kb)
+    if (pass > NEVER_TRAINED_TRIES && ka != kb)
         return ka;
-    if (ka && a->shortfall != b->shortfall)
+    if (pass > NEVER_TRAINED_TRIES && ka && a->shortfall != b->shortfall)
         return a->shortfall < b->shortfall;
     return a->fail_mark < b->fail_mark;
 }
 
-/* Before any size reached the target and once every size has been tried: of the sizes with
- * the fewest runs to max_epochs, the one that came closest to the target, while a pass is
- * under way or may open; -1 otherwise. */
+/* Before any size reached the target and once every size has been tried: the size with the
+ * fewest runs to max_epochs that goes first in the pass, while a pass is under way or may
+ * open; -1 otherwise. */
 static int try_again(const struct bso_job *job)
 {
     bool under_way;
@@ -118,7 +120,7 @@ static int try_again(const struct bso_job *job)
     int best = -1;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
         if (may_try_again(job, k) && job->stats[k].misses <= fewest &&
-            (best < 0 || closer(&job->stats[k], &job->stats[best])))
+            (best < 0 || goes_before(&job->stats[k], &job->stats[best], fewest + 1)))
             best = (int)k;
     return best;
 }

@@ -94,7 +94,7 @@ struct bso_bs_stat {
     double changes_since_run;
     /* How far the closest of this size's runs to max_epochs ended from the target, in the
      * metric's units (its last report); 0 while none did. In a job that never trained, the
-     * sizes closest to reaching run first in each pass after the first (try_again). */
+     * sizes closest to reaching run first in each pass from the third (try_again). */
     double shortfall;
     /* Every run that reported at this size, and those that reached: plain counts, which
      * `runs` and `successes` (the weights of the evidence the policy keeps) stop being once

@@ -1,6 +1,6 @@
 """A job that never reached its target under the bso policy: two passes over its sizes, then
 409s until the next pass opens (after one refused request, then two, then four), each 409
-saying when; the sizes closest to the target run first in each later pass; the count of
+saying when; from the third pass the sizes closest to the target run first; the count of
 refusals is stored (it survives a restart), and GET /jobs/ID and `bso show` say it. Runs on
 SQLite and on PostgreSQL."""
 import os
@@ -66,9 +66,10 @@ class NeverTrained(unittest.TestCase):
             first = [self.run_one(srv)[0] for _ in range(3)]
             self.assertEqual(first, [32, 16, 64])  # the default, then smaller, then larger
             second = [self.run_one(srv)[0] for _ in range(3)]
-            self.assertEqual(second, [16, 32, 64])  # closest to the target first
+            self.assertEqual(second, first)  # a run may miss by chance: the same order again
             self.assertEqual(self.refused(srv, 2, 0), 1)
             srv.restart()  # the refusal was stored: the third pass opens
+            # From the third pass, with two runs of each, the closest to the target first.
             self.assertEqual([self.run_one(srv)[0] for _ in range(3)], [16, 32, 64])
             job = srv.request("GET", "/jobs/nt-job")[1]
             self.assertEqual(job["target_out_of_reach"]["refused"], 0)  # a run resets it
