@@ -21,7 +21,7 @@ enum bso_error {
     BSO_ENOMEM = -2,    /* out of memory */
     BSO_ENOTFOUND = -3, /* no such job, trial or arm */
     BSO_ESTATE = -4,    /* the operation does not fit the current state */
-    BSO_EPRUNED = -5,   /* every batch size was pruned */
+    BSO_EPRUNED = -5,   /* no batch size to give: every one pruned, or none for now */
     BSO_ERANGE = -6,    /* a value or a count is out of its allowed range */
     BSO_EPARSE = -7,    /* malformed text (JSON, numbers) */
     BSO_EIO = -8,       /* an operating-system or device call failed */

@@ -7,7 +7,7 @@
  *   BSO_ENOTFOUND  unknown job or trial (Zeus answers 400 or 404 depending on the endpoint)
  *   BSO_ESTATE     the operation does not fit the trial's state (400)
  *   BSO_ECONFLICT  a different spec under the same job id (409)
- *   BSO_EPRUNED    every batch size was pruned
+ *   BSO_EPRUNED    no batch size to give (every one pruned, or none until the next pass)
  *   BSO_EIO        the database failed (details logged, never sent)
  */
 #ifndef BSO_SERVER_SERVICE_H
