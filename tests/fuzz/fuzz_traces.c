@@ -11,15 +11,29 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static const char *const PARTS[] = {"summary_train.csv", "summary_power_fuzz.csv", "workloads.csv"};
+static char scratch_dir[64];
+
+/* Removes the scratch directory when the fuzzer exits, so that runs leave nothing in /tmp. */
+static void remove_scratch(void)
+{
+    char path[128];
+    for (size_t i = 0; i < sizeof PARTS / sizeof *PARTS; i++) {
+        snprintf(path, sizeof path, "%s/%s", scratch_dir, PARTS[i]);
+        unlink(path);
+    }
+    rmdir(scratch_dir);
+}
+
 static const char *scratch(void)
 {
-    static char dir[64];
-    if (!dir[0]) {
-        snprintf(dir, sizeof dir, "/tmp/bso-fuzz-traces-XXXXXX");
-        if (!mkdtemp(dir))
+    if (!scratch_dir[0]) {
+        snprintf(scratch_dir, sizeof scratch_dir, "/tmp/bso-fuzz-traces-XXXXXX");
+        if (!mkdtemp(scratch_dir))
             abort();
+        atexit(remove_scratch);
     }
-    return dir;
+    return scratch_dir;
 }
 
 /* Writes the next NUL-terminated part of [*p, end) into dir/name. */
@@ -42,9 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *dir = scratch();
     const uint8_t *p = data, *end = data + size;
-    write_part(dir, "summary_train.csv", &p, end);
-    write_part(dir, "summary_power_fuzz.csv", &p, end);
-    write_part(dir, "workloads.csv", &p, end);
+    for (size_t i = 0; i < sizeof PARTS / sizeof *PARTS; i++)
+        write_part(dir, PARTS[i], &p, end);
     char err[512], path[128];
     struct sim_job *job = malloc(sizeof *job);
     struct sim_workload ws[8];
@@ -52,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t n;
     const struct sim_workload *builtin = sim_builtin_workloads(&n);
-    snprintf(path, sizeof path, "%s/workloads.csv", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, PARTS[2]);
     const int k = sim_read_workloads(path, ws, 8, err, sizeof err);
     if (k > 8)
         abort();
