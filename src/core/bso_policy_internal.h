@@ -152,6 +152,12 @@ int bso_policy_thompson(struct bso_job *job);
  * (since the job last changed, when fresh_only) and did not just fail, or -1. */
 int bso_policy_best_good(const struct bso_job *job, bool fresh_only);
 
+/* bso_first_search.c: before any size reached the target (the job never trained), the index
+ * of the size to run next: the default d, then smaller sizes (they need fewer epochs), then
+ * larger, then passes over them again; -1 while none may run (the job is refused a size until
+ * its next pass, or no size can run at all). */
+int bso_policy_first_search(const struct bso_job *job, int d);
+
 /* bso_search.c */
 bool bso_policy_open_size(const struct bso_job *job, size_t i);
 /* The recurrences a probe's saving is counted over: as many again as the runs that reached so
