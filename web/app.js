@@ -333,7 +333,10 @@ function jobView(job, trials) {
   if (reach)
     origin.unshift(el('p', { id: 'out-of-reach', class: 'warning',
       text: `No batch size reached the target ${reach.since_trial ? 'since trial ' + reach.since_trial : 'since the job started'} ` +
-            `(${reach.trials} trials), and none is expected to within max_epochs: raise max_epochs or check target_metric.` }));
+            `(${reach.trials} trials), and none is expected to within max_epochs: raise max_epochs or check target_metric.` +
+            (reach.next_pass_after == null ? '' : reach.next_pass_after > 0
+              ? ` The job never trained: its sizes run again after ${reach.next_pass_after} more refused request(s) for a batch size.`
+              : ' The job never trained: the next request for a batch size starts another pass over its sizes.') }));
 
   return [el('h1', { id: 'job-title', text: job.job_id }), ...origin, cards,
           el('div', { class: 'charts' }, costChart, timeline, bsChart, ...runCharts, energy, time),

@@ -97,7 +97,8 @@ class Dashboard(unittest.TestCase):
             cls.report_run(t, "diverged-demo", size_reaches.get(t["batch_size"], 99),
                     100.0 if t["batch_size"] == 64 else 50.0, 20)
         # A bso job whose target no size reaches within its max_epochs (3): after both sizes
-        # failed, its page warns that the target is out of reach.
+        # failed, its page warns that the target is out of reach, and that the job, which never
+        # trained, starts another pass over its sizes at the next request.
         spec = {"job_id": "unreachable-demo", "job_id_prefix": "unreachable",
                 "batch_sizes": [32, 64], "default_batch_size": 64, "max_power": 300,
                 "number_of_gpus": 1, "gpu_model": "A100", "target_metric": 0.9,
@@ -138,6 +139,8 @@ class Dashboard(unittest.TestCase):
                              "diverged": sum(1 for b in job.get("batch_size_stats", [])
                                              if b["diverged"]),
                              "out_of_reach": job.get("target_out_of_reach") is not None,
+                             "next_pass_after": (job.get("target_out_of_reach")
+                                                 or {}).get("next_pass_after"),
                              "declared": job.get("change_declared_at_trial"),
                              "data_version": (job.get("data_version") or {}).get("version"),
                              "building": None if job.get("change_declared_at_trial") else max(
@@ -153,6 +156,8 @@ class Dashboard(unittest.TestCase):
         assert sum(1 for j in cls.jobs if j["origin"]) == 1
         assert [j["diverged"] for j in cls.jobs if j["job_id"] == "diverged-demo"] == [1]
         assert [j["job_id"] for j in cls.jobs if j["out_of_reach"]] == ["unreachable-demo"]
+        assert [(j["job_id"], j["next_pass_after"]) for j in cls.jobs if j["out_of_reach"]] == [
+            ("unreachable-demo", 0)]
         assert [(j["job_id"], j["building"]) for j in cls.jobs if j["building"]] == [
             ("drift-demo", 64)]
         assert [j["job_id"] for j in cls.jobs if j["declared"]] == ["declared-demo"]

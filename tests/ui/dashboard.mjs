@@ -74,6 +74,9 @@ try {
     const reach = await page.$('#out-of-reach');
     check(job.out_of_reach ? reach !== null : reach === null,
       `${job.job_id}: ${job.out_of_reach ? 'warns that the target is out of reach' : 'no reach warning'}`);
+    if (reach)
+      check((await reach.textContent()).includes('The job never trained') === (job.next_pass_after != null),
+        `${job.job_id}: ${job.next_pass_after != null ? 'says when its sizes run again' : 'no pass to wait for (it trained before)'}`);
     const building = await page.$('#building');
     check(job.building ? building !== null &&
       (await building.textContent()).includes(`the runs at batch size ${job.building} are`) : building === null,
