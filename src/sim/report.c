@@ -24,6 +24,7 @@ static void add_phase(struct sim_phase_cell *c, const struct sim_phase_result *r
     c->never += r->lag == r->n;
     c->changes_found += r->changes_found;
     c->gave_up += r->gave_up;
+    c->refused += r->refused;
 }
 
 /* The arm's name in the tables and in --decisions' last column, e.g. "bso/max+transfer". */
@@ -70,7 +71,6 @@ int sim_plan_run(struct sim_plan *plan, char *err, size_t errcap)
                 for (size_t k = 0; k < res.n_phases; k++)
                     add_phase(&cell->phase[k], &res.phase[k], n_seeds);
                 cell->settle += (double)res.settle / (double)n_seeds;
-                cell->pruned += res.pruned_at > 0;
                 cell->failed += (double)res.failed_runs / (double)n_seeds;
                 for (int64_t r = 0; r < n; r++)
                     cell->curve[r] += res.cost[r] / (double)n_seeds;
@@ -158,11 +158,10 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
         char name[32];
         arm_name(p, a, name, sizeof name);
         double log_after = 0, worst_after = 0;
-        int64_t no_model_after = 0, n_after = 0, pruned = 0, unreachable = 0, gave_up = 0;
+        int64_t no_model_after = 0, n_after = 0, refused = 0, unreachable = 0, gave_up = 0;
         double floor_after = 0;
         for (size_t j = 0; j < p->n_jobs; j++) {
             const struct sim_cell *c = &p->cells[j][a];
-            pruned += c->pruned;
             for (size_t k = 0; k < c->n_phases; k++) {
                 const struct sim_phase_cell *ph = &c->phase[k];
                 char lag[32];
@@ -182,6 +181,7 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
                     no_model_after += ph->no_model;
                     floor_after += ph->no_model_floor;
                     gave_up += ph->gave_up;
+                    refused += ph->refused;
                     n_after++;
                 }
             }
@@ -191,15 +191,17 @@ void sim_print_changes(const struct sim_plan *p, FILE *f)
             snprintf(left_out, sizeof left_out,
                      "; %lld phases where no size reaches the target left out",
                      (long long)unreachable);
+        char refusals[96] = "";
+        if (refused > 0)
+            snprintf(refusals, sizeof refusals,
+                     " (%lld of them refused a batch size by the policy, at no cost)",
+                     (long long)refused);
         if (n_after > 0) {
             fprintf(f,
                     "%-14s %-6s %-13s after a change: geomean %.4f, worst %.4f, %lld recurrences "
-                    "without a model (%.1f to expect of any policy)%s%s\n",
+                    "without a model%s (%.1f to expect of any policy)%s\n",
                     "all", "", name, exp(log_after / (double)n_after), worst_after,
-                    (long long)no_model_after, floor_after, left_out,
-                    pruned ? " (the policy refused recurrences a batch size: they cost nothing "
-                             "and count above)"
-                           : "");
+                    (long long)no_model_after, refusals, floor_after, left_out);
             print_gave_up(f, name, gave_up);
             fputc('\n', f);
         }
@@ -336,7 +338,7 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
             return -1;
         fprintf(ch, "workload,gpu,policy,power,phase,first_recurrence,recurrences,oracle_cost,"
                     "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile,"
-                    "move,optimum,changes_found,gave_up,no_model_floor\n");
+                    "move,optimum,changes_found,gave_up,no_model_floor,refused\n");
         for (size_t a = 0; a < p->n_arms; a++)
             for (size_t j = 0; j < p->n_jobs; j++) {
                 const struct sim_cell *c = &p->cells[j][a];
@@ -345,13 +347,13 @@ int sim_write_outputs(const struct sim_plan *p, const char *dir, char *err, size
                     const struct sim_phase_cell *ph = &c->phase[k];
                     fprintf(ch,
                             "%s,%s,%s,%s,%zu,%lld,%lld,%.6g,%.6f,%lld,%.4f,%.2f,%lld,%s,%s,%lld,"
-                            "%lld,%lld,%.2f\n",
+                            "%lld,%lld,%.2f,%lld\n",
                             p->jobs[j].w.dataset, p->jobs[j].gpu, bso_policy_name(arm->policy),
                             arm->jit ? "jit" : "max", k, (long long)ph->first + 1, (long long)ph->n,
                             ph->oracle, ph->ratio, (long long)ph->no_model, ph->stopped, ph->lag,
                             (long long)ph->never, arm->profile ? "probe" : "none", move_name(arm),
                             (long long)ph->optimum, (long long)ph->changes_found,
-                            (long long)ph->gave_up, ph->no_model_floor);
+                            (long long)ph->gave_up, ph->no_model_floor, (long long)ph->refused);
                 }
             }
         fclose(ch);

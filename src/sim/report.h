@@ -30,6 +30,7 @@ struct sim_phase_cell {
     int64_t never;         /* seeds that never settled on a near-optimal size in the phase */
     int64_t changes_found; /* times the policy found a change in the phase, summed over seeds */
     int64_t gave_up;       /* recurrences given up at SIM_MAX_LAUNCHES, summed over seeds */
+    int64_t refused;       /* recurrences the policy refused a batch size, summed over seeds */
 };
 
 struct sim_cell { /* one job under one (policy, power) over all seeds */
@@ -39,7 +40,6 @@ struct sim_cell { /* one job under one (policy, power) over all seeds */
     double *curve; /* mean cost per recurrence */
     size_t n_phases;
     struct sim_phase_cell phase[SIM_MAX_PHASES];
-    int64_t pruned; /* seeds in which the policy refused a recurrence a batch size */
 };
 
 struct sim_plan {

@@ -430,8 +430,7 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
                 /* The policy gave no size: this recurrence trains no model (counted here unless
                  * its launches already ran out) and, the client getting no batch size, spends
                  * nothing more. The next recurrence asks again. */
-                if (!res->pruned_at)
-                    res->pruned_at = r + 1;
+                ph->refused++;
                 if (attempts <= launches)
                     ph->no_model++;
                 err[0] = '\0';

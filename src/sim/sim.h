@@ -98,6 +98,9 @@ struct sim_phase_result {
     /* Recurrences given up after SIM_MAX_LAUNCHES runs without a model: they cost only the runs
      * they spent, less than training would, so a policy that loops looks cheap there. */
     int64_t gave_up;
+    /* Recurrences the policy refused a batch size (SIM_PRUNED): counted in no_model, at no
+     * cost; the next recurrence asks again. */
+    int64_t refused;
     /* Recurrences from its start until near-optimal sizes trained SIM_SETTLED_RUN recurrences
      * in a row; n when that never happened. */
     int64_t lag;
@@ -110,8 +113,6 @@ struct sim_result {
     int64_t settle; /* recurrences until the successful batch size stopped changing */
     size_t n_phases;
     struct sim_phase_result phase[SIM_MAX_PHASES];
-    int64_t pruned_at; /* the first recurrence (1-based) in which the policy gave no batch
-                          size (Zeus's "No converged batch sizes"); 0: never */
 };
 
 /* Seeds rng from (seed, workload, batch size, k) only: the common random numbers that every

@@ -591,7 +591,15 @@ class Sim(unittest.TestCase):
             with open(os.path.join(d, "changes.csv")) as f:
                 counted = sum(int(p["no_model"]) for p in csv.DictReader(f))
             self.assertEqual(counted, no_model)
-            self.assertIn("the policy refused recurrences a batch size", out.stdout)
+            with open(os.path.join(d, "changes.csv")) as f:
+                refused = sum(int(p["refused"]) for p in csv.DictReader(f) if p["phase"] == "1")
+            # A recurrence ends without a model before the replay's hundred launches only where
+            # the policy refused it a size, after the runs of a pass or before any run.
+            self.assertEqual(refused, sum(1 for seed in range(1, 9) for r in range(1, 13)
+                                          if "reached" not in runs.get((str(seed), r), [])
+                                          and len(runs.get((str(seed), r), [])) < 100))
+            self.assertIn("(%d of them refused a batch size by the policy, at no cost)" % refused,
+                          out.stdout)
 
     def test_move_decisions_name_their_arm(self):
         """A move to another GPU replayed fresh and with transfer in one command: each run in
