@@ -4,8 +4,9 @@ Zeus users: `from bso import BatchSizeOptimizer, JobSpec, EnergyMonitor` replace
 `from zeus...batch_size import BatchSizeOptimizer, JobSpec` and `ZeusMonitor`.
 """
 from .client import Client
-from .exceptions import (BSOBadOperationError, BSOConfigError, BSOError, BSOOperationOrderError,
-                         BSORuntimeError, BSOTrainFailError, BSOUnreachableError,
+from .exceptions import (BSOBadOperationError, BSOConfigError, BSOError, BSONoBatchSizeError,
+                         BSOOperationOrderError, BSORuntimeError, BSOTrainFailError,
+                         BSOUnreachableError,
                          ZeusBSOBadOperationError,
                          ZeusBSOConfigError, ZeusBSOOperationOrderError, ZeusBSORuntimError,
                          ZeusBSOTrainFailError)
@@ -19,6 +20,7 @@ ZeusMonitor = EnergyMonitor
 __all__ = ["BatchSizeOptimizer", "Client", "EnergyMonitor", "JobSpec", "Measurement", "PowerTuner",
            "ZeusMonitor", "BSOError", "BSORuntimeError", "BSOTrainFailError", "BSOConfigError",
            "BSOOperationOrderError", "BSOBadOperationError", "BSOUnreachableError",
+           "BSONoBatchSizeError",
            "ZeusBSORuntimError",
            "ZeusBSOTrainFailError", "ZeusBSOConfigError", "ZeusBSOOperationOrderError",
            "ZeusBSOBadOperationError"]

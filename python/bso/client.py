@@ -6,7 +6,7 @@ import urllib.parse
 from typing import Any, Optional, Tuple
 
 from . import _native as N
-from .exceptions import BSORuntimeError, BSOUnreachableError
+from .exceptions import BSONoBatchSizeError, BSORuntimeError, BSOUnreachableError
 
 BSO_ENET = -10  # bso/error.h: the server could not be reached
 
@@ -52,9 +52,13 @@ class Client:
         return job_id.value.decode(), created.value
 
     def next(self, job_id: str) -> Tuple[int, int]:
+        """A batch size and trial number for a new run. BSONoBatchSizeError when the server has
+        none for it (409)."""
         bs, n = ctypes.c_int64(), ctypes.c_int64()
-        self._check(N.lib.bso_client_next(self._c, job_id.encode(), ctypes.byref(bs),
-                                          ctypes.byref(n)))
+        rc = N.lib.bso_client_next(self._c, job_id.encode(), ctypes.byref(bs), ctypes.byref(n))
+        if rc != 0 and N.lib.bso_client_http_status(self._c) == 409:
+            raise BSONoBatchSizeError(N.lib.bso_client_errmsg(self._c).decode())
+        self._check(rc)
         return bs.value, n.value
 
     def next_with_power(self, job_id: str) -> Tuple[int, int, Optional[float]]:

@@ -14,6 +14,12 @@ class BSOUnreachableError(BSORuntimeError):
     """The server could not be reached at all (no answer, no connection)."""
 
 
+class BSONoBatchSizeError(BSORuntimeError):
+    """The server has no batch size for this run (409): every size was pruned (zeus policy),
+    or the job, which never reached its target, waits for its next pass over the sizes (bso
+    policy). The message says which, and when the sizes run again; this run trains no model."""
+
+
 class BSOTrainFailError(BSOError):
     """This run was stopped without converging (early-stopped, or out of epochs)."""
 

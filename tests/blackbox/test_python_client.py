@@ -166,6 +166,26 @@ class PythonClient(unittest.TestCase):
         self.assertIn("409", str(e.exception))
         self.assertIn("(default_batch_size: registered 1024, sent 512)", str(e.exception))
 
+    def test_no_batch_size_for_now(self):
+        """A bso job that never reached its target (max_epochs 2; the runs end at 0.1) is
+        refused a size after two runs of each size (409): Client.next raises
+        BSONoBatchSizeError, a BSORuntimeError, with the server's message, and the next request
+        gets a size again (the third pass)."""
+        c = bso.Client(self.url)
+        c.register({"job_id": "never", "job_id_prefix": "never", "batch_sizes": [32, 64],
+                    "default_batch_size": 64, "target_metric": 0.9, "max_epochs": 2,
+                    "max_power": 300, "number_of_gpus": 1, "gpu_model": "V100",
+                    "policy": "bso"})
+        for _ in range(4):
+            bs, n = c.next("never")
+            for e in (1, 2):
+                self.srv.report("never", bs, n, 10.0 * e, 0.0, 0.1, e)
+        with self.assertRaises(bso.BSONoBatchSizeError) as e:
+            c.next("never")
+        self.assertIsInstance(e.exception, bso.BSORuntimeError)
+        self.assertIn("the next request starts another pass over the sizes", str(e.exception))
+        self.assertIn(c.next("never")[0], (32, 64))
+
     def test_batch_sizes(self):
         """1024 converges on the 3rd evaluation; the next run gets 512, which is early-stopped
         (raises) before epoch 90; the next gets 2048."""
