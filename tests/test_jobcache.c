@@ -72,6 +72,7 @@ static void assert_same_job(const struct bso_job *a, const struct bso_job *b)
     assert_true(same_double(a->min_cost, b->min_cost));
     assert_int_equal(a->min_cost_batch_size, b->min_cost_batch_size);
     assert_int_equal(a->last_trial_number, b->last_trial_number);
+    assert_int_equal(a->refusals, b->refusals);
     char ra[BSO_RNG_JSON_MAX], rb[BSO_RNG_JSON_MAX];
     bso_rng_to_json(&a->rng, ra, sizeof ra);
     bso_rng_to_json(&b->rng, rb, sizeof rb);
@@ -310,6 +311,59 @@ static void test_cache_mirrors_database(void **state)
     twin_close(&t);
 }
 
+/* A bso job that never reaches its target: after two passes over its sizes each prediction is
+ * refused (BSO_EPRUNED), and the refusals it counts, written on that error path, are the same
+ * in the cache and in the database, until the next pass opens and a run resets them. */
+static void test_refusals_mirror_database(void **state)
+{
+    (void)state;
+    struct twin t;
+    twin_open(&t, 8u << 20);
+    register_both(&t, "test-never", BSO_POLICY_BSO, 0);
+    char msg[BSO_SVC_MSG_MAX];
+    int refused = 0, runs = 0;
+    while (refused < 3 && runs < 100) {
+        struct bso_trial ta, tb;
+        bool changed;
+        int64_t arms[BSO_MAX_BATCH_SIZES];
+        size_t n_arms;
+        const int ra =
+            bso_svc_predict(t.c, "test-never", &ta, &changed, arms, &n_arms, &power_w, msg);
+        const int rb =
+            bso_svc_predict(t.p, "test-never", &tb, &changed, arms, &n_arms, &power_w, msg);
+        assert_int_equal(ra, rb);
+        assert_twins_agree(&t, "test-never", 0);
+        if (ra == BSO_EPRUNED) {
+            refused++;
+            continue;
+        }
+        assert_int_equal(ra, 0);
+        const struct bso_trial_key key = {"test-never", ta.batch_size, ta.number};
+        for (int64_t e = 1;; e++) { /* never reaches 0.5: runs to max_epochs */
+            const struct bso_report rep = {.time = 10.0 * (double)e,
+                                           .energy = 100.0 * (double)e,
+                                           .metric = 0.1,
+                                           .current_epoch = e};
+            struct bso_decision da, db;
+            assert_int_equal(bso_svc_report(t.c, &key, &rep, &da, msg), 0);
+            assert_int_equal(bso_svc_report(t.p, &key, &rep, &db, msg), 0);
+            assert_int_equal(da.stop_train, db.stop_train);
+            if (da.stop_train)
+                break;
+        }
+        assert_twins_agree(&t, "test-never", ta.number);
+        runs++;
+    }
+    assert_int_equal(refused, 3); /* one after pass 2; two after pass 3, counted since */
+    bso_session_begin_read(t.p);
+    struct bso_job job;
+    assert_int_equal(bso_session_load_job(t.p, "test-never", 0, &job), 0);
+    bso_session_rollback(t.p);
+    assert_int_equal(job.refusals, 2);
+    bso_job_clear(&job);
+    twin_close(&t);
+}
+
 /* Every statistic the bso policy keeps of a size survives the database: saved from one
  * session, read back by a store that keeps nothing in memory. */
 static void test_size_statistics_round_trip(void **state)
@@ -443,6 +497,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cache_mirrors_database),
         cmocka_unit_test(test_size_statistics_round_trip),
+        cmocka_unit_test(test_refusals_mirror_database),
         cmocka_unit_test(test_small_cache_evicts_and_stays_right),
         cmocka_unit_test(test_deleted_job_is_forgotten),
         cmocka_unit_test(test_stale_read_is_not_kept),
