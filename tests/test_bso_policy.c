@@ -627,6 +627,38 @@ static void test_all_failed_is_pruned(void **state)
     }
 }
 
+/* A job that never trained, refused a size after its third pass (the fourth waits for two
+ * refusals): when its user says it changed (new data), the next request opens the fourth pass
+ * at once, and the pass goes on over the sizes; without the declaration it is refused. */
+static void test_declared_change_opens_the_next_pass(void **state)
+{
+    (void)state;
+    for (int declare = 0; declare <= 1; declare++) {
+        struct bso_job job;
+        start(&job);
+        struct bso_trial t;
+        unsigned changed;
+        for (int k = 0; k < 15; k++) { /* three passes over the five sizes */
+            if (k == 10)
+                assert_int_equal(bso_job_predict(&job, &t, &changed), BSO_EPRUNED);
+            t = predict_ok(&job);
+            struct bso_decision d;
+            run(&job, &t, 100, 0, &d);
+        }
+        assert_int_equal(bso_job_predict(&job, &t, &changed), BSO_EPRUNED);
+        if (declare)
+            bso_policy_declare_change(&job);
+        const int rc = bso_job_predict(&job, &t, &changed);
+        assert_int_equal(rc, declare ? 0 : BSO_EPRUNED);
+        if (declare) {
+            struct bso_decision d;
+            run(&job, &t, 100, 0, &d);
+            assert_int_equal(bso_job_predict(&job, &t, &changed), 0); /* the pass goes on */
+        }
+        bso_job_clear(&job);
+    }
+}
+
 /* Every size unusable (each crashed out of memory): no pass can ever open, and the message
  * says only what to reconfigure. */
 static void test_refused_for_good_when_no_size_can_run(void **state)
@@ -2907,6 +2939,7 @@ int main(void)
         cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),
         cmocka_unit_test(test_refused_for_good_when_no_size_can_run),
+        cmocka_unit_test(test_declared_change_opens_the_next_pass),
         cmocka_unit_test(test_no_change_no_alarm),
         cmocka_unit_test(test_change_detected_and_search_reopened),
         cmocka_unit_test(test_change_evidence_builds_before_the_alarm),

@@ -40,11 +40,25 @@ static double fewest_misses(const struct bso_job *job, bool *under_way)
     return fewest;
 }
 
+/* Whether the job's user said it changed (new data, a new model: POST /jobs/ID/changed, or a
+ * new data_version) since its sizes last ran to max_epochs: what they showed was about the job
+ * before, so the next pass opens at once. Both marks are the job's last trial number then, so
+ * a declaration after the last failure's trial bears its number (one during that trial does
+ * too, and opens a pass that was not needed, which is the cheaper mistake). */
+static bool declared_since_last_failure(const struct bso_job *job)
+{
+    const double declared = (double)bso_policy_declared_trial(job);
+    double last = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        last = fmax(last, job->stats[k].fail_mark);
+    return declared > 0 && declared >= last;
+}
+
 /* How many more refused predictions a pass that would make each size's run number m + 1 waits
  * for. */
 static int64_t refusals_wanted(const struct bso_job *job, double fewest)
 {
-    if (fewest < NEVER_TRAINED_TRIES)
+    if (fewest < NEVER_TRAINED_TRIES || declared_since_last_failure(job))
         return 0;
     const double wanted = ldexp(1, (int)fmin(fewest - NEVER_TRAINED_TRIES, 62));
     return wanted > (double)job->refusals ? (int64_t)(wanted - (double)job->refusals) : 0;
