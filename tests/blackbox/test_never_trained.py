@@ -83,6 +83,22 @@ class NeverTrained(unittest.TestCase):
             status, t = srv.predict("nt-job")
             self.assertEqual(status, 200, t)
 
+    def test_a_declared_change_opens_the_next_pass_at_once(self):
+        with Server() as srv:
+            self.assertEqual(srv.register(spec("nt-job"))[0], 201)
+            for _ in range(6):  # two passes
+                self.run_one(srv)
+            self.refused(srv, 2, 0)
+            for _ in range(3):  # the third
+                self.run_one(srv)
+            self.assertEqual(self.refused(srv, 3, 1), 1)
+            # New data: what the runs showed was about the job before, so the sizes run again.
+            status, job = srv.request("POST", "/jobs/nt-job/changed")
+            self.assertEqual(status, 200, job)
+            self.assertEqual(job["target_out_of_reach"]["next_pass_after"], 0)
+            srv.restart()  # the declaration is stored with the sizes
+            self.assertEqual(self.run_one(srv, reach_at=2), (16, True))
+
 
 if __name__ == "__main__":
     unittest.main()
