@@ -13,6 +13,7 @@
 #include "bso/error.h"
 #include "server/log.h"
 #include "server/service.h"
+#include "store/columns.h"
 #include "store/jobcache.h"
 #include "store/store.h"
 
@@ -64,6 +65,19 @@ static void assert_same_trial(const struct bso_trial *a, const struct bso_trial 
     assert_int_equal(a->converged, b->converged);
 }
 
+/* Every double field a size's statistics row stores (the store's own lists, columns.h), equal in
+ * x and y. */
+static void assert_same_stored_fields(const struct bso_bs_stat *x, const struct bso_bs_stat *y)
+{
+    struct bso_bs_stat a = *x, b = *y;
+    for (int k = 0; k < BSO_STAT_SUMS; k++)
+        assert_true(same_double(*bso_column_stat_field(&a, bso_column_stat_sum_fields[k]),
+                                *bso_column_stat_field(&b, bso_column_stat_sum_fields[k])));
+    for (int k = 0; k < BSO_STAT_CHANGE; k++)
+        assert_true(same_double(*bso_column_stat_field(&a, bso_column_stat_change_fields[k]),
+                                *bso_column_stat_field(&b, bso_column_stat_change_fields[k])));
+}
+
 static void assert_same_job(const struct bso_job *a, const struct bso_job *b)
 {
     assert_memory_equal(&a->spec, &b->spec, sizeof a->spec);
@@ -82,24 +96,7 @@ static void assert_same_job(const struct bso_job *a, const struct bso_job *b)
         assert_int_equal(x->status, y->status);
         assert_int_equal(x->runs, y->runs);
         assert_int_equal(x->successes, y->successes);
-        const double fx[] = {x->sum_epochs,        x->sum_sq_epochs,   x->min_epochs,
-                             x->cost_sum,          x->epochs_sum,      x->censored_epochs,
-                             x->first_epoch_cost,  x->warm_first_sum,  x->warm_steady_sum,
-                             x->success_mark,      x->fail_mark,       x->total_runs,
-                             x->total_successes,   x->misses,          x->misses_before_reaching,
-                             x->first_epochs,      x->first_mark,      x->declared_mark,
-                             x->past_spread_ss,    x->past_spread_dof, x->cost_level,
-                             x->changes_since_run, x->shortfall};
-        const double fy[] = {y->sum_epochs,        y->sum_sq_epochs,   y->min_epochs,
-                             y->cost_sum,          y->epochs_sum,      y->censored_epochs,
-                             y->first_epoch_cost,  y->warm_first_sum,  y->warm_steady_sum,
-                             y->success_mark,      y->fail_mark,       y->total_runs,
-                             y->total_successes,   y->misses,          y->misses_before_reaching,
-                             y->first_epochs,      y->first_mark,      y->declared_mark,
-                             y->past_spread_ss,    y->past_spread_dof, y->cost_level,
-                             y->changes_since_run, y->shortfall};
-        for (size_t f = 0; f < sizeof fx / sizeof *fx; f++)
-            assert_true(same_double(fx[f], fy[f]));
+        assert_same_stored_fields(x, y);
     }
     assert_int_equal(a->n_trials, b->n_trials);
     for (size_t i = 0; i < a->n_trials; i++)
@@ -376,32 +373,17 @@ static void test_size_statistics_round_trip(void **state)
     assert_int_equal(bso_session_begin_write(t.p, "test-stats"), 0);
     assert_int_equal(bso_session_load_job(t.p, "test-stats", 0, &job), 0);
     struct bso_bs_stat *s = &job.stats[1];
-    double *f[] = {&s->drift_up,          &s->drift_down,      &s->drift_fail,
-                   &s->success_mark,      &s->fail_mark,       &s->change_mark,
-                   &s->total_runs,        &s->total_successes, &s->prior_epochs,
-                   &s->streak_runs,       &s->cost_shift,      &s->pre_change_epochs,
-                   &s->streak_sum_epochs, &s->misses,          &s->misses_before_reaching,
-                   &s->first_epochs,      &s->first_mark,      &s->declared_mark,
-                   &s->past_spread_ss,    &s->past_spread_dof, &s->cost_level,
-                   &s->changes_since_run, &s->shortfall};
-    for (size_t k = 0; k < sizeof f / sizeof *f; k++)
-        *f[k] = 1.25 + (double)k;
+    for (int k = 0; k < BSO_STAT_CHANGE; k++) /* each column a value of its own */
+        *bso_column_stat_field(s, bso_column_stat_change_fields[k]) = 1.25 + (double)k;
     assert_int_equal(bso_session_save(t.p, &job, BSO_CHANGED_ALL_STATS, NULL, false, 0), 0);
     assert_int_equal(bso_session_commit(t.p), 0);
     assert_int_equal(bso_session_begin_read(t.p), 0);
     assert_int_equal(bso_session_load_job(t.p, "test-stats", 0, &back), 0);
     bso_session_rollback(t.p);
-    const struct bso_bs_stat *b = &back.stats[1];
-    const double g[] = {b->drift_up,          b->drift_down,      b->drift_fail,
-                        b->success_mark,      b->fail_mark,       b->change_mark,
-                        b->total_runs,        b->total_successes, b->prior_epochs,
-                        b->streak_runs,       b->cost_shift,      b->pre_change_epochs,
-                        b->streak_sum_epochs, b->misses,          b->misses_before_reaching,
-                        b->first_epochs,      b->first_mark,      b->declared_mark,
-                        b->past_spread_ss,    b->past_spread_dof, b->cost_level,
-                        b->changes_since_run, b->shortfall};
-    for (size_t k = 0; k < sizeof g / sizeof *g; k++)
-        assert_true(same_double(g[k], 1.25 + (double)k));
+    struct bso_bs_stat *b = &back.stats[1];
+    for (int k = 0; k < BSO_STAT_CHANGE; k++)
+        assert_true(same_double(*bso_column_stat_field(b, bso_column_stat_change_fields[k]),
+                                1.25 + (double)k));
     bso_job_clear(&job);
     bso_job_clear(&back);
     twin_close(&t);
