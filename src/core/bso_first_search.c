@@ -48,10 +48,7 @@ static double fewest_misses(const struct bso_job *job, bool *under_way)
 static bool declared_since_last_failure(const struct bso_job *job)
 {
     const double declared = (double)bso_policy_declared_trial(job);
-    double last = 0;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        last = fmax(last, job->stats[k].fail_mark);
-    return declared > 0 && declared >= last;
+    return declared > 0 && declared >= bso_policy_last_failure(job);
 }
 
 /* How many more refused predictions a pass that would make each size's run number m + 1 waits

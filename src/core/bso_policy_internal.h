@@ -178,6 +178,9 @@ double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g);
 /* bso_rescue.c: never stuck without a model. */
 /* The job's last success: the last trial at which any size reached the target (0: none). */
 double bso_policy_last_success(const struct bso_job *job);
+/* The job's last trial number when a size last ran to max_epochs without reaching (the largest
+ * fail_mark), 0 if none ever did. */
+double bso_policy_last_failure(const struct bso_job *job);
 bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in this recurrence */
 /* Fills job->struck for every size (what bso_policy_struck says) and sets job->struck_known,
  * for a decision that asks it of every size it scans; the caller clears struck_known when the

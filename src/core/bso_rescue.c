@@ -10,15 +10,29 @@
 #include "core/bso_policy_internal.h"
 #include "core/job.h"
 
+/* The largest fail_mark (failures) or success_mark of any size: the job's last trial number
+ * when a size last failed, or last reached. Plain comparisons, not fmax (a libm call; the
+ * marks are never NaN): each decision asks for the last success several times. */
+static double last_mark(const struct bso_job *job, bool failures)
+{
+    double last = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
+        const struct bso_bs_stat *s = &job->stats[k];
+        const double mark = failures ? s->fail_mark : s->success_mark;
+        if (mark > last)
+            last = mark;
+    }
+    return last;
+}
+
 double bso_policy_last_success(const struct bso_job *job)
 {
-    /* Plain comparisons, not fmax (a libm call; the marks are never NaN): each decision asks
-     * this several times. */
-    double since = 0;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        if (job->stats[k].success_mark > since)
-            since = job->stats[k].success_mark;
-    return since;
+    return last_mark(job, false);
+}
+
+double bso_policy_last_failure(const struct bso_job *job)
+{
+    return last_mark(job, true);
 }
 
 /* Whether size i is not handed out again in the recurrence that is still looking for a model:
@@ -394,9 +408,7 @@ int64_t bso_policy_out_of_reach(const struct bso_job *job, int64_t *since)
     if (job->spec.policy != BSO_POLICY_BSO)
         return 0;
     const double success = bso_policy_last_success(job);
-    double failure = 0;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        failure = fmax(failure, job->stats[k].fail_mark);
+    const double failure = bso_policy_last_failure(job);
     *since = (int64_t)success;
     if (!(failure > success))
         return 0;

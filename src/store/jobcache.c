@@ -459,8 +459,7 @@ static int apply_change(struct image *img, const struct bso_jobcache_change *chg
     const unsigned ch = chg->changed;
     if ((ch & BSO_CHANGED_TRIAL) && apply_trial(img, &chg->trial, chg->trial_is_new) < 0)
         return BSO_ENOMEM;
-    const unsigned job_row = BSO_CHANGED_JOB_ROW;
-    if ((ch & job_row) || ((ch & BSO_CHANGED_TRIAL) && chg->trial_is_new)) {
+    if ((ch & BSO_CHANGED_JOB_ROW) || ((ch & BSO_CHANGED_TRIAL) && chg->trial_is_new)) {
         img->row = stored_row(chg->row);
         if (img->row.stage == BSO_STAGE_MAB)
             img->all_trials = false;

@@ -456,8 +456,8 @@ int bso_session_save(struct bso_session *s, const struct bso_job *job, unsigned 
     if (changed & BSO_CHANGED_TRIAL)
         rc = ops->trials.write(s, id, trial, trial_is_new);
     /* The job's row holds its stage, minimum, RNG, last trial number and refusals: only those. */
-    const unsigned job_row = BSO_CHANGED_JOB_ROW;
-    if (rc == 0 && ((changed & job_row) || ((changed & BSO_CHANGED_TRIAL) && trial_is_new)))
+    if (rc == 0 &&
+        ((changed & BSO_CHANGED_JOB_ROW) || ((changed & BSO_CHANGED_TRIAL) && trial_is_new)))
         rc = ops->jobs.update(s, job);
     for (size_t i = 0; rc == 0 && (changed & BSO_CHANGED_ARMS) && i < job->n_arms; i++)
         rc = ops->learning.write_arm(s, id, &job->arms[i], true);
