@@ -446,6 +446,84 @@ class Sim(unittest.TestCase):
                 self.assertIn(message, bad.stderr)
                 self.assertNotIn("Traceback", bad.stderr)
 
+    def test_late_cost_counts_the_jobs_still_dear_at_the_end(self):
+        """tools/late-cost.py: on a replay written by hand, the jobs whose last recurrences cost
+        more than 1.1, 1.2 and 1.3 times the oracle, by arm, and the dearest with the sizes
+        they ran; on a real replay of bso-sim, one row per arm over every job. Bad arguments and
+        a replay with --change get a message and a non-zero exit."""
+        tool = os.path.join(HERE, "..", "..", "tools", "late-cost.py")
+
+        def late(*args):
+            return subprocess.run([sys.executable, tool, *args], capture_output=True, text=True,
+                                  timeout=60)
+
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "summary.csv"), "w") as f:
+                f.write("workload,gpu,policy,power,recurrences,seeds,cost_mean,cost_sd,"
+                        "oracle_cost,base_cost,ratio_vs_oracle,ratio_vs_base,"
+                        "settle_recurrences,failed_runs,profile,move\n"
+                        "toy,gpu1,bso,max,3,1-2,0,0,100,0,0,0,0,0,none,\n"
+                        "toy,gpu1,bso,jit,3,1-2,0,0,80,0,0,0,0,0,probe,\n")
+            runs = os.path.join(d, "runs.csv")
+            with open(runs, "w") as f:
+                f.write("workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost,policy,"
+                        "recurrence,epochs_run,arm\n")
+                # bso/max seed 1: dear at first, then at the oracle's cost (1.0 late).
+                f.write("toy,gpu1,1,1,64,9,reached,900,bso,1,9,bso/max\n"
+                        "toy,gpu1,1,2,32,5,reached,100,bso,2,5,bso/max\n"
+                        "toy,gpu1,1,3,32,5,reached,100,bso,3,5,bso/max\n")
+                # bso/max seed 2: a stopped probe and a run late, 125 a recurrence (1.25).
+                f.write("toy,gpu1,2,1,32,5,reached,100,bso,1,5,bso/max\n"
+                        "toy,gpu1,2,2,16,1,stopped,50,bso,2,1,bso/max\n"
+                        "toy,gpu1,2,3,64,7,reached,75,bso,2,7,bso/max\n"
+                        "toy,gpu1,2,4,64,7,reached,125,bso,3,7,bso/max\n")
+                # bso/jit+probe seed 1: 112 a recurrence against 80 (1.4).
+                f.write("toy,gpu1,1,1,64,7,reached,112,bso,2,7,bso/jit+probe\n"
+                        "toy,gpu1,1,2,64,7,reached,112,bso,3,7,bso/jit+probe\n")
+            out = late(d, runs, "2", "2")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            table = [line for line in out.stdout.splitlines() if line.startswith("| bso")]
+            self.assertEqual(table, ["| bso/jit+probe | 1 | 1 | 1 | 1 |",
+                                     "| bso/max | 2 | 1 | 1 | 0 |"])
+            dearest = [line.split() for line in out.stdout.splitlines() if line.startswith("  ")]
+            self.assertEqual(len(dearest), 2)  # WORST 2
+            self.assertEqual(dearest[0][2:6], ["bso/jit+probe", "seed", "1", "1.400"])
+            self.assertEqual(dearest[1][2:6], ["bso/max", "seed", "2", "1.250"])
+            self.assertIn("(64 x2)", out.stdout)
+            for args, message in (([d], "usage"),
+                                  ([d, runs, "x"], "whole numbers"),
+                                  ([d, runs, "0"], "at least 1"),
+                                  ([d, runs, "4"], "fewer than LAST"),
+                                  ([os.path.join(d, "none"), runs], "cannot read the replay")):
+                bad = late(*args)
+                self.assertNotEqual(bad.returncode, 0, args)
+                self.assertIn(message, bad.stderr)
+                self.assertNotIn("Traceback", bad.stderr)
+            # A real replay: every job of every arm counted once.
+            write_synthetic(d)
+            replay = os.path.join(d, "replay")
+            real = os.path.join(d, "real.csv")
+            ran = sim("--traces", d, "--gpu", "gpu1", "--workloads",
+                      os.path.join(d, "workloads.csv"), "--policy", "zeus,bso", "--power",
+                      "max,jit", "--seeds", "1-3", "--recurrences", "8", "--out", replay,
+                      "--decisions", real)
+            self.assertEqual(ran.returncode, 0, ran.stderr)
+            out = late(replay, real, "4")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            arms = [line.split("|")[1:3] for line in out.stdout.splitlines()
+                    if line.startswith("| ") and "/" in line]
+            self.assertEqual(sorted((a.strip(), n.strip()) for a, n in arms),
+                             [("bso/jit", "3"), ("bso/max", "3"), ("zeus/jit", "3"),
+                              ("zeus/max", "3")])
+            changed = sim("--traces", d, "--gpu", "gpu1", "--workloads",
+                          os.path.join(d, "workloads.csv"), "--seeds", "1-2", "--recurrences",
+                          "6", "--change", "3:time=2", "--out", os.path.join(d, "changed"),
+                          "--decisions", os.path.join(d, "changed.csv"))
+            self.assertEqual(changed.returncode, 0, changed.stderr)
+            bad = late(os.path.join(d, "changed"), os.path.join(d, "changed.csv"), "2")
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn("with --change", bad.stderr)
+
     def test_sizes_that_reach_by_chance_replayed_identically_over_http(self):
         """A held-out synthetic workload whose sizes reach the target only some of the time
         (syn18 of set 808: max_epochs 78, 32 reaches three runs in five): the runs that ran to
