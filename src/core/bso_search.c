@@ -292,8 +292,10 @@ static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
 /* The next size to explore around the best one g, or -1. Each side offers one candidate: the
  * bisection point of the bracket (g, nearest tried size on that side) when there is one (after a
  * change, where it does not repay, the size of most gain between it and g), else an expansion
- * one octave out, or two when the last step that way found the best. When neither repays, the
- * size halfway to a passed-over size an expansion landed on (halfway_to_passed). */
+ * one octave out, or two when the last step that way found the best. When neither repays, in
+ * turn: the size halfway to a passed-over size an expansion landed on (halfway_to_passed), a
+ * transferred job's size past the bounds (transferred_beyond), and an edge known from one run
+ * (edge_to_run_again). */
 int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
 {
     const int n = (int)job->spec.n_batch_sizes;
