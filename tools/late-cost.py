@@ -4,16 +4,21 @@ jobs hides the few a policy holds on a dear size for good (docs/policy.md, "Late
 life").
 
 Usage: tools/late-cost.py SIM_OUT DECISIONS [LAST] [WORST]
-  SIM_OUT    the --out directory of a bso-sim replay without --change (its summary.csv)
+  SIM_OUT    the --out directory of a bso-sim replay (its summary.csv, and with --change its
+             changes.csv)
   DECISIONS  that replay's --decisions file
   LAST       how many of each job's last recurrences to weigh (default 20)
   WORST      how many of the dearest jobs to list (default 10)
 
 For each arm (policy/power..., as bso-sim names it) prints how many jobs (a workload on a GPU
-under one seed) paid more than 1.1, 1.2 and 1.3 times the oracle's expected cost per recurrence
-over their last LAST recurrences, then the WORST dearest jobs with the sizes they ran then.
+under one seed) paid more than 1.1, 1.2 and 1.3 times the oracle's expected cost over their
+last LAST recurrences, then the WORST dearest jobs with the sizes they ran then. With --change
+each recurrence is weighed against the oracle of its phase, and recurrences in a phase where no
+size reaches the target are left out (a job with only those is not counted); a replay whose
+jobs move to another GPU (R:gpu=NAME) is refused, as its jobs change GPU on the way.
 """
 import csv
+import math
 import os
 import sys
 from collections import Counter, defaultdict
@@ -47,14 +52,25 @@ def main(argv):
         fail("LAST and WORST are whole numbers")
     if last < 1 or worst < 0:
         fail("LAST must be at least 1 and WORST at least 0")
-    if os.path.exists(os.path.join(out, "changes.csv")):
-        fail("%s is a replay with --change: each phase has its own oracle" % out)
     try:
         with open(os.path.join(out, "summary.csv")) as f:
-            oracle = {(arm_of(r), r["workload"], r["gpu"]): float(r["oracle_cost"])
-                      for r in csv.DictReader(f)}
+            summary = list(csv.DictReader(f))
+        changes = []
+        if os.path.exists(os.path.join(out, "changes.csv")):
+            with open(os.path.join(out, "changes.csv")) as f:
+                changes = list(csv.DictReader(f))
         with open(decisions) as f:
             rows = list(csv.DictReader(f))
+        if any(r["move"] for r in changes):
+            fail("%s is a replay with a move to another GPU: its jobs change GPU on the way"
+                 % out)
+        # Each cell's phases, (first recurrence, oracle cost per recurrence); one phase, from
+        # the first recurrence, without --change.
+        phases = defaultdict(list)
+        for r in changes or summary:
+            first = int(r["first_recurrence"]) if changes else 1
+            phases[(arm_of(r), r["workload"], r["gpu"])].append((first,
+                                                                  float(r["oracle_cost"])))
     except (OSError, KeyError, ValueError) as e:
         fail("cannot read the replay: %s" % e)
     if not rows:
@@ -62,20 +78,27 @@ def main(argv):
     final = max(int(r["recurrence"]) for r in rows)
     if last > final:
         fail("the jobs had %d recurrences, fewer than LAST (%d)" % (final, last))
-    cost = Counter()
+    first = final - last + 1  # the window: recurrences first..final
+    cost = defaultdict(Counter)  # per job, per recurrence in the window
     sizes = defaultdict(Counter)
     for r in rows:
-        if int(r["recurrence"]) > final - last:
+        rec = int(r["recurrence"])
+        if rec >= first:
             job = (r["arm"], r["workload"], r["gpu"], int(r["seed"]))
-            cost[job] += float(r["cost"])
+            cost[job][rec] += float(r["cost"])
             if r["outcome"] == "reached":
                 sizes[job][r["batch_size"]] += 1
     ratio = {}
-    for job, c in cost.items():
-        o = oracle.get(job[:3])
-        if o is None:
+    for job, spent in cost.items():
+        cell = phases.get(job[:3])
+        if not cell:
             fail("no summary row for %s on %s under %s" % (job[1], job[2], job[0]))
-        ratio[job] = c / (last * o)
+        # Each recurrence's oracle: that of the last phase begun by it; left out where none.
+        oracle = {rec: max(p for p in cell if p[0] <= rec)[1] for rec in range(first, final + 1)}
+        weighed = [rec for rec, o in oracle.items() if math.isfinite(o)]
+        if weighed:
+            ratio[job] = (sum(spent[rec] for rec in weighed) /
+                          sum(oracle[rec] for rec in weighed))
     print("| arm | jobs | " + " | ".join("over %.1fx" % t for t in THRESHOLDS) + " |")
     print("|---|---|" + "---|" * len(THRESHOLDS))
     for arm in sorted({job[0] for job in ratio}):

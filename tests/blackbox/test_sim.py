@@ -449,8 +449,10 @@ class Sim(unittest.TestCase):
     def test_late_cost_counts_the_jobs_still_dear_at_the_end(self):
         """tools/late-cost.py: on a replay written by hand, the jobs whose last recurrences cost
         more than 1.1, 1.2 and 1.3 times the oracle, by arm, and the dearest with the sizes
-        they ran; on a real replay of bso-sim, one row per arm over every job. Bad arguments and
-        a replay with --change get a message and a non-zero exit."""
+        they ran; with --change, each recurrence against its phase's oracle, those of a phase
+        where nothing reaches left out; on real replays of bso-sim, one row per arm over every
+        job. Bad arguments and a replay with a move to another GPU get a message and a
+        non-zero exit."""
         tool = os.path.join(HERE, "..", "..", "tools", "late-cost.py")
 
         def late(*args):
@@ -516,13 +518,51 @@ class Sim(unittest.TestCase):
                              [("bso/jit", "3"), ("bso/max", "3"), ("zeus/jit", "3"),
                               ("zeus/max", "3")])
             changed = sim("--traces", d, "--gpu", "gpu1", "--workloads",
-                          os.path.join(d, "workloads.csv"), "--seeds", "1-2", "--recurrences",
-                          "6", "--change", "3:time=2", "--out", os.path.join(d, "changed"),
+                          os.path.join(d, "workloads.csv"), "--policy", "bso", "--seeds",
+                          "1-2", "--recurrences", "6", "--change", "3:time=2", "--out",
+                          os.path.join(d, "changed"),
                           "--decisions", os.path.join(d, "changed.csv"))
             self.assertEqual(changed.returncode, 0, changed.stderr)
-            bad = late(os.path.join(d, "changed"), os.path.join(d, "changed.csv"), "2")
+            out = late(os.path.join(d, "changed"), os.path.join(d, "changed.csv"), "2")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("| bso/max | 2 |", out.stdout)
+            write_second_gpu(d)
+            moved = sim("--traces", d, "--gpu", "gpu1", "--workloads",
+                        os.path.join(d, "workloads.csv"), "--seeds", "1-2", "--recurrences",
+                        "6", "--change", "3:gpu=gpu2", "--out", os.path.join(d, "moved"),
+                        "--decisions", os.path.join(d, "moved.csv"))
+            self.assertEqual(moved.returncode, 0, moved.stderr)
+            bad = late(os.path.join(d, "moved"), os.path.join(d, "moved.csv"), "2")
             self.assertNotEqual(bad.returncode, 0)
-            self.assertIn("with --change", bad.stderr)
+            self.assertIn("move to another GPU", bad.stderr)
+            # Written by hand: the oracle doubles from recurrence 3, and nothing reaches from 5.
+            phased = os.path.join(d, "phased")
+            os.mkdir(phased)
+            with open(os.path.join(phased, "summary.csv"), "w") as f:
+                f.write("workload,gpu,policy,power,recurrences,seeds,cost_mean,cost_sd,"
+                        "oracle_cost,base_cost,ratio_vs_oracle,ratio_vs_base,"
+                        "settle_recurrences,failed_runs,profile,move\n"
+                        "toy,gpu1,bso,max,5,1-1,0,0,100,0,0,0,0,0,none,\n")
+            with open(os.path.join(phased, "changes.csv"), "w") as f:
+                f.write("workload,gpu,policy,power,phase,first_recurrence,recurrences,"
+                        "oracle_cost,ratio_vs_oracle,no_model,stopped_per_recurrence,lag,"
+                        "never_settled,profile,move,optimum,changes_found,gave_up,"
+                        "no_model_floor,refused\n"
+                        "toy,gpu1,bso,max,0,1,2,100,1,0,0,0,0,none,,32,0,0,0,0\n"
+                        "toy,gpu1,bso,max,1,3,2,200,1,0,0,0,0,none,,64,0,0,0,0\n"
+                        "toy,gpu1,bso,max,2,5,1,inf,nan,1,0,0,0,none,,0,0,0,0,0\n")
+            runs = os.path.join(phased, "runs.csv")
+            with open(runs, "w") as f:
+                f.write("workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost,policy,"
+                        "recurrence,epochs_run,arm\n")
+                for rec, cost in ((1, 100), (2, 100), (3, 250), (4, 230), (5, 999)):
+                    f.write("toy,gpu1,1,%d,64,5,%s,%d,bso,%d,5,bso/max\n"
+                            % (rec, "reached" if rec < 5 else "failed", cost, rec))
+            out = late(phased, runs, "3", "1")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            # Recurrences 3-5: (250 + 230) / (200 + 200), the fifth left out.
+            self.assertIn("| bso/max | 1 | 1 | 0 | 0 |", out.stdout)
+            self.assertIn(" 1.200 ", out.stdout)
 
     def test_sizes_that_reach_by_chance_replayed_identically_over_http(self):
         """A held-out synthetic workload whose sizes reach the target only some of the time
