@@ -450,15 +450,26 @@ static void test_search_weighs_halfway_to_a_passed_over_size(void **state)
 }
 
 /* A job settled on 64 (five runs of 8 epochs at 100), the search closed between 32 (one run,
- * 8 epochs at 150) and 128 (one run of `epochs128` at 95): the size it hands out next.
- * `unfit256`: 256, past 128, cannot run. `changed`: the job changed after 128's run. */
-static int64_t after_the_search_closed(double epochs128, bool unfit256, bool changed)
+ * 8 epochs at 150) and 128 (one run of `epochs128` at 95; `missed128`: and a second run, in an
+ * earlier recurrence, to max_epochs): the size it hands out next. `unfit256`: 256, past 128,
+ * cannot run. `changed`: the job changed after 128's run. */
+static int64_t after_the_search_closed(double epochs128, bool missed128, bool unfit256,
+                                       bool changed)
 {
     static const int64_t sizes[] = {16, 32, 64, 128, 256};
     struct bso_job job;
     start_with(&job, sizes, 5, unfit256 ? 4 : -1);
     set_reached(&job, 1, 1, 8, 150, 2);
     set_reached(&job, 3, 1, epochs128, 95, 3);
+    if (missed128) {
+        struct bso_bs_stat *s = &job.stats[3];
+        s->status = BSO_BS_FAILED;
+        s->runs = s->total_runs = 2;
+        s->misses = 1;
+        s->epochs_sum += 20;
+        s->cost_sum += 20 * 95;
+        s->fail_mark = 4;
+    }
     set_reached(&job, 2, 5, 8, 100, 8);
     job.last_trial_number = 8;
     if (changed)
@@ -471,14 +482,16 @@ static int64_t after_the_search_closed(double epochs128, bool unfit256, bool cha
  * trusted to end the search where a probe past it would repay: 128 at 855 against 64's 800,
  * 256 past it, at 8 epochs (as few as any smaller size) and 90 an epoch, promising 720. Not
  * an edge whose one run lies past two spreads (128 at 12 epochs, 1140; nor 32, 1200), nor one
- * with nothing past it that can run, nor after a change: the best, 64, goes instead. */
+ * that ran again already (and missed), nor one with nothing past it that can run, nor after a
+ * change: the best, 64, goes instead. */
 static void test_one_run_edge_runs_again_before_it_ends_the_search(void **state)
 {
     (void)state;
-    assert_int_equal(after_the_search_closed(9, false, false), 128);
-    assert_int_equal(after_the_search_closed(12, false, false), 64);
-    assert_int_equal(after_the_search_closed(9, true, false), 64);
-    assert_int_equal(after_the_search_closed(9, false, true), 64);
+    assert_int_equal(after_the_search_closed(9, false, false, false), 128);
+    assert_int_equal(after_the_search_closed(12, false, false, false), 64);
+    assert_int_equal(after_the_search_closed(9, true, false, false), 64);
+    assert_int_equal(after_the_search_closed(9, false, true, false), 64);
+    assert_int_equal(after_the_search_closed(9, false, false, true), 64);
 }
 
 /* With a device profile, an unmeasured size's cost per epoch is the nearest measured size's,

@@ -253,8 +253,9 @@ static bool ends_search(const struct bso_job *job, int edge, int dir)
  * stepped two octaves up to 8192, whose one run drew the path that needs 7 epochs of its 7, 4,
  * 4, 4, 5; 4096 between them beat both, and 16384, the optimum, was never tried: ten jobs in
  * 140 at 1.4-1.5 times the oracle for good, docs/policy.md "Late in a job's life"). Each edge
- * runs again once at most: then it has two runs. After a change, what the change moved decides
- * which sizes the search re-checks. */
+ * runs again once at most: then it has two runs, whether the second reached or not (one that
+ * missed would otherwise run again in every recurrence). After a change, what the change moved
+ * decides which sizes the search re-checks. */
 static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
                              const struct bso_spread *spread)
 {
@@ -266,8 +267,8 @@ static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
         int edge = g + dir;
         while (edge >= 0 && edge < n && !ends_search(job, edge, dir))
             edge += dir;
-        if (edge < 0 || edge >= n || job->stats[edge].successes != 1 ||
-            bso_policy_struck(job, (size_t)edge))
+        if (edge < 0 || edge >= n || job->stats[edge].runs != 1 ||
+            job->stats[edge].successes != 1 || bso_policy_struck(job, (size_t)edge))
             continue;
         if (cv2 < 0)
             cv2 = bso_policy_pooled_cv2(job); /* once, and only when an edge can use it */
