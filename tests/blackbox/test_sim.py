@@ -54,6 +54,23 @@ def write_second_gpu(d, top64=(5, 180)):
         f.write("toy,net,64,sgd,100,6,90\ntoy,net,64,sgd,200,%g,%g\n" % top64)
 
 
+# The headers of the files a replay writes (bso-sim --out and --decisions), for replays written
+# by hand.
+SUMMARY_HEADER = ("workload,gpu,policy,power,recurrences,seeds,cost_mean,cost_sd,oracle_cost,"
+                  "base_cost,ratio_vs_oracle,ratio_vs_base,settle_recurrences,failed_runs,"
+                  "profile,move")
+CHANGES_HEADER = ("workload,gpu,policy,power,phase,first_recurrence,recurrences,oracle_cost,"
+                  "ratio_vs_oracle,no_model,stopped_per_recurrence,lag,never_settled,profile,"
+                  "move,optimum,changes_found,gave_up,no_model_floor,refused")
+DECISIONS_HEADER = ("workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost,policy,"
+                    "recurrence,epochs_run,arm")
+
+
+def write_csv(path, header, lines):
+    with open(path, "w") as f:
+        f.write(header + "\n" + "".join(line + "\n" for line in lines))
+
+
 class Sim(unittest.TestCase):
     def test_errors(self):
         with tempfile.TemporaryDirectory() as d:
@@ -460,28 +477,23 @@ class Sim(unittest.TestCase):
                                   timeout=60)
 
         with tempfile.TemporaryDirectory() as d:
-            with open(os.path.join(d, "summary.csv"), "w") as f:
-                f.write("workload,gpu,policy,power,recurrences,seeds,cost_mean,cost_sd,"
-                        "oracle_cost,base_cost,ratio_vs_oracle,ratio_vs_base,"
-                        "settle_recurrences,failed_runs,profile,move\n"
-                        "toy,gpu1,bso,max,3,1-2,0,0,100,0,0,0,0,0,none,\n"
-                        "toy,gpu1,bso,jit,3,1-2,0,0,80,0,0,0,0,0,probe,\n")
+            write_csv(os.path.join(d, "summary.csv"), SUMMARY_HEADER,
+                      ["toy,gpu1,bso,max,3,1-2,0,0,100,0,0,0,0,0,none,",
+                       "toy,gpu1,bso,jit,3,1-2,0,0,80,0,0,0,0,0,probe,"])
             runs = os.path.join(d, "runs.csv")
-            with open(runs, "w") as f:
-                f.write("workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost,policy,"
-                        "recurrence,epochs_run,arm\n")
+            write_csv(runs, DECISIONS_HEADER, [
                 # bso/max seed 1: dear at first, then at the oracle's cost (1.0 late).
-                f.write("toy,gpu1,1,1,64,9,reached,900,bso,1,9,bso/max\n"
-                        "toy,gpu1,1,2,32,5,reached,100,bso,2,5,bso/max\n"
-                        "toy,gpu1,1,3,32,5,reached,100,bso,3,5,bso/max\n")
+                "toy,gpu1,1,1,64,9,reached,900,bso,1,9,bso/max",
+                "toy,gpu1,1,2,32,5,reached,100,bso,2,5,bso/max",
+                "toy,gpu1,1,3,32,5,reached,100,bso,3,5,bso/max",
                 # bso/max seed 2: a stopped probe and a run late, 125 a recurrence (1.25).
-                f.write("toy,gpu1,2,1,32,5,reached,100,bso,1,5,bso/max\n"
-                        "toy,gpu1,2,2,16,1,stopped,50,bso,2,1,bso/max\n"
-                        "toy,gpu1,2,3,64,7,reached,75,bso,2,7,bso/max\n"
-                        "toy,gpu1,2,4,64,7,reached,125,bso,3,7,bso/max\n")
+                "toy,gpu1,2,1,32,5,reached,100,bso,1,5,bso/max",
+                "toy,gpu1,2,2,16,1,stopped,50,bso,2,1,bso/max",
+                "toy,gpu1,2,3,64,7,reached,75,bso,2,7,bso/max",
+                "toy,gpu1,2,4,64,7,reached,125,bso,3,7,bso/max",
                 # bso/jit+probe seed 1: 112 a recurrence against 80 (1.4).
-                f.write("toy,gpu1,1,1,64,7,reached,112,bso,2,7,bso/jit+probe\n"
-                        "toy,gpu1,1,2,64,7,reached,112,bso,3,7,bso/jit+probe\n")
+                "toy,gpu1,1,1,64,7,reached,112,bso,2,7,bso/jit+probe",
+                "toy,gpu1,1,2,64,7,reached,112,bso,3,7,bso/jit+probe"])
             out = late(d, runs, "2", "2")
             self.assertEqual(out.returncode, 0, out.stderr)
             table = [line for line in out.stdout.splitlines() if line.startswith("| bso")]
@@ -538,26 +550,17 @@ class Sim(unittest.TestCase):
             # Written by hand: the oracle doubles from recurrence 3, and nothing reaches from 5.
             phased = os.path.join(d, "phased")
             os.mkdir(phased)
-            with open(os.path.join(phased, "summary.csv"), "w") as f:
-                f.write("workload,gpu,policy,power,recurrences,seeds,cost_mean,cost_sd,"
-                        "oracle_cost,base_cost,ratio_vs_oracle,ratio_vs_base,"
-                        "settle_recurrences,failed_runs,profile,move\n"
-                        "toy,gpu1,bso,max,5,1-1,0,0,100,0,0,0,0,0,none,\n")
-            with open(os.path.join(phased, "changes.csv"), "w") as f:
-                f.write("workload,gpu,policy,power,phase,first_recurrence,recurrences,"
-                        "oracle_cost,ratio_vs_oracle,no_model,stopped_per_recurrence,lag,"
-                        "never_settled,profile,move,optimum,changes_found,gave_up,"
-                        "no_model_floor,refused\n"
-                        "toy,gpu1,bso,max,0,1,2,100,1,0,0,0,0,none,,32,0,0,0,0\n"
-                        "toy,gpu1,bso,max,1,3,2,200,1,0,0,0,0,none,,64,0,0,0,0\n"
-                        "toy,gpu1,bso,max,2,5,1,inf,nan,1,0,0,0,none,,0,0,0,0,0\n")
+            write_csv(os.path.join(phased, "summary.csv"), SUMMARY_HEADER,
+                      ["toy,gpu1,bso,max,5,1-1,0,0,100,0,0,0,0,0,none,"])
+            write_csv(os.path.join(phased, "changes.csv"), CHANGES_HEADER,
+                      ["toy,gpu1,bso,max,0,1,2,100,1,0,0,0,0,none,,32,0,0,0,0",
+                       "toy,gpu1,bso,max,1,3,2,200,1,0,0,0,0,none,,64,0,0,0,0",
+                       "toy,gpu1,bso,max,2,5,1,inf,nan,1,0,0,0,none,,0,0,0,0,0"])
             runs = os.path.join(phased, "runs.csv")
-            with open(runs, "w") as f:
-                f.write("workload,gpu,seed,trial,batch_size,target_epoch,outcome,cost,policy,"
-                        "recurrence,epochs_run,arm\n")
-                for rec, cost in ((1, 100), (2, 100), (3, 250), (4, 230), (5, 999)):
-                    f.write("toy,gpu1,1,%d,64,5,%s,%d,bso,%d,5,bso/max\n"
-                            % (rec, "reached" if rec < 5 else "failed", cost, rec))
+            write_csv(runs, DECISIONS_HEADER,
+                      ["toy,gpu1,1,%d,64,5,%s,%d,bso,%d,5,bso/max"
+                       % (rec, "reached" if rec < 5 else "failed", cost, rec)
+                       for rec, cost in ((1, 100), (2, 100), (3, 250), (4, 230), (5, 999))])
             out = late(phased, runs, "3", "1")
             self.assertEqual(out.returncode, 0, out.stderr)
             # Recurrences 3-5: (250 + 230) / (200 + 200), the fifth left out.
