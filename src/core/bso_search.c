@@ -244,6 +244,17 @@ static bool ends_search(const struct bso_job *job, int edge, int dir)
            !(bso_policy_raised_alarm(job, (size_t)edge) && change_reaches(job, edge, -dir));
 }
 
+/* The first size from `from` on, going dir, that ends the search on that side (ends_search):
+ * its index, or -1 or n past the end. */
+static int search_end(const struct bso_job *job, int from, int dir)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    int k = from;
+    while (k >= 0 && k < n && !ends_search(job, k, dir))
+        k += dir;
+    return k;
+}
+
 /* Before the job ever changed, once the search has nothing left to probe: a bracket edge known
  * from one run that reached, whose cost lies within two spreads of the best's (that run's noise
  * and the best's mean's: bso_policy_two_spreads) and past which a probe would repay
@@ -264,9 +275,7 @@ static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
     int pick = -1;
     double pick_gap = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
-        int edge = g + dir;
-        while (edge >= 0 && edge < n && !ends_search(job, edge, dir))
-            edge += dir;
+        const int edge = search_end(job, g + dir, dir);
         if (edge < 0 || edge >= n || job->stats[edge].runs != 1 ||
             job->stats[edge].successes != 1 || bso_policy_struck(job, (size_t)edge))
             continue;
@@ -275,9 +284,7 @@ static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
         const double gap = log(bso_bs_expected_cost(&job->stats[edge]) / best_cost);
         if (!(gap < bso_policy_two_spreads(cv2, (double)job->stats[g].successes)))
             continue;
-        int next = edge + dir; /* the next size past the edge that would end the search */
-        while (next >= 0 && next < n && !ends_search(job, next, dir))
-            next += dir;
+        const int next = search_end(job, edge + dir, dir); /* past the edge */
         double gain;
         const int beyond =
             dir > 0 ? most_gain_between(job, edge + 1, next - 1, best_cost, spread, &gain)
@@ -307,11 +314,8 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
     int pick = -1, halfway = -1;
     double pick_rank = 0, halfway_cost = INFINITY;
     for (int dir = -1; dir <= 1; dir += 2) {
-        /* The nearest size on this side that ends the search (ends_search), or past the
-         * end. */
-        int edge = g + dir;
-        while (edge >= 0 && edge < n && !ends_search(job, edge, dir))
-            edge += dir;
+        /* The nearest size on this side that ends the search, or past the end. */
+        const int edge = search_end(job, g + dir, dir);
         const int from = dir < 0 ? edge + 1 : g + 1, to = dir < 0 ? g - 1 : edge - 1;
         if (from > to)
             continue;
