@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import yaml
@@ -173,15 +174,20 @@ class Entrypoint(unittest.TestCase):
     def test_as_the_trainer_runtime_starts_it(self):
         trainer = manifests()["trainjob.yaml"][0]["spec"]["trainer"]
         self.assertEqual(trainer["command"], ["torchrun", IMAGE_SCRIPT])
+        # torchrun's agent makes a torchelastic_* directory in TMPDIR and leaves it behind:
+        # here, one that goes with the test.
+        scratch = tempfile.TemporaryDirectory()
+        self.addCleanup(scratch.cleanup)
         probe = subprocess.run([shutil.which("torchrun"), "--nproc_per_node", "1", "-m",
-                                "platform"], capture_output=True, text=True, timeout=120)
+                                "platform"], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, TMPDIR=scratch.name))
         if probe.returncode != 0:  # Debian 12's torch 1.13 torchrun fails under Python 3.11
             self.skipTest("this torchrun cannot start processes: " +
                           probe.stderr.strip().splitlines()[-1])
         cmd = [shutil.which("torchrun"), "--nnodes", "1", "--nproc_per_node", "2",
                "--master_addr", "127.0.0.1", "--master_port", str(free_port()), LOCAL_SCRIPT]
-        p = subprocess.Popen(cmd + trainer["args"], env=self.env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen(cmd + trainer["args"], env=dict(self.env, TMPDIR=scratch.name),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.check_run(trainer["args"][trainer["args"].index("--job-id") + 1], [p])
 
 
