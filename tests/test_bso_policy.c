@@ -450,24 +450,24 @@ static void test_search_weighs_halfway_to_a_passed_over_size(void **state)
 }
 
 /* A job settled on 64 (five runs of 8 epochs at 100), the search closed between 32 (one run,
- * 8 epochs at 150) and 128 (one run of `epochs128` at 95; `missed128`: and a second run, in an
- * earlier recurrence, to max_epochs): the size it hands out next. `unfit256`: 256, past 128,
- * cannot run. `changed`: the job changed after 128's run. */
-static int64_t after_the_search_closed(double epochs128, bool missed128, bool unfit256,
-                                       bool changed)
+ * 8 epochs at 150) and 128 (one run of `epochs128` at `per128`; `missed128`: and a second run,
+ * in an earlier recurrence, to max_epochs): the size it hands out next. `unfit256`: 256, past
+ * 128, cannot run. `changed`: the job changed after 128's run. */
+static int64_t after_the_search_closed(double epochs128, double per128, bool missed128,
+                                       bool unfit256, bool changed)
 {
     static const int64_t sizes[] = {16, 32, 64, 128, 256};
     struct bso_job job;
     start_with(&job, sizes, 5, unfit256 ? 4 : -1);
     set_reached(&job, 1, 1, 8, 150, 2);
-    set_reached(&job, 3, 1, epochs128, 95, 3);
+    set_reached(&job, 3, 1, epochs128, per128, 3);
     if (missed128) {
         struct bso_bs_stat *s = &job.stats[3];
         s->status = BSO_BS_FAILED;
         s->runs = s->total_runs = 2;
         s->misses = 1;
         s->epochs_sum += 20;
-        s->cost_sum += 20 * 95;
+        s->cost_sum += 20 * per128;
         s->fail_mark = 4;
     }
     set_reached(&job, 2, 5, 8, 100, 8);
@@ -478,20 +478,42 @@ static int64_t after_the_search_closed(double epochs128, bool missed128, bool un
     return choose_and_clear(&job);
 }
 
-/* A bracket edge known from one run, within two spreads of the best, runs again before it is
- * trusted to end the search where a probe past it would repay: 128 at 855 against 64's 800,
- * 256 past it, at 8 epochs (as few as any smaller size) and 90 an epoch, promising 720. Not
- * an edge whose one run lies past two spreads (128 at 12 epochs, 1140; nor 32, 1200), nor one
- * that ran again already (and missed), nor one with nothing past it that can run, nor after a
- * change: the best, 64, goes instead. */
+/* A bracket edge known from one run, within two spreads of the best, whose run the curve
+ * through the sizes calls unlucky, runs again before it is trusted to end the search where a
+ * probe past it would repay: 128 at 9 epochs (the others need 8) and 95 an epoch, 855 against
+ * 64's 800, 256 past it, at 8 epochs (as few as any smaller size) and 90 an epoch, promising
+ * 720. Not an edge whose one run lies past two spreads (128 at 12 epochs, 1140; nor 32, 1200),
+ * nor one that ran again already (and missed), nor one with nothing past it that can run, nor
+ * after a change: the best, 64, goes instead. */
 static void test_one_run_edge_runs_again_before_it_ends_the_search(void **state)
 {
     (void)state;
-    assert_int_equal(after_the_search_closed(9, false, false, false), 128);
-    assert_int_equal(after_the_search_closed(12, false, false, false), 64);
-    assert_int_equal(after_the_search_closed(9, true, false, false), 64);
-    assert_int_equal(after_the_search_closed(9, false, true, false), 64);
-    assert_int_equal(after_the_search_closed(9, false, false, true), 64);
+    assert_int_equal(after_the_search_closed(9, 95, false, false, false), 128);
+    assert_int_equal(after_the_search_closed(12, 95, false, false, false), 64);
+    assert_int_equal(after_the_search_closed(9, 95, true, false, false), 64);
+    assert_int_equal(after_the_search_closed(9, 95, false, true, false), 64);
+    assert_int_equal(after_the_search_closed(9, 95, false, false, true), 64);
+}
+
+/* Nor an edge whose one run the curve agrees with: epochs rise with the size, 6 at 32 (at 200
+ * an epoch), 8 at 64 (five runs, at 100), and 128's one run at 10.5 (at 80: 840, within two
+ * spreads of 64's 800) lies a little below the line through them, so its posterior lies above
+ * its run; 256 past it, at 6 epochs at least and some 64 an epoch, would repay a probe. A
+ * second run would repeat what the curve already says: the best, 64, goes. */
+static void test_one_run_edge_the_curve_agrees_with_is_not_run_again(void **state)
+{
+    (void)state;
+    static const int64_t sizes[] = {16, 32, 64, 128, 256};
+    struct bso_job job;
+    start_with(&job, sizes, 5, -1);
+    set_reached(&job, 1, 1, 6, 200, 2);
+    set_reached(&job, 3, 1, 10.5, 80, 3);
+    set_reached(&job, 2, 5, 8, 100, 8);
+    job.last_trial_number = 8;
+    double mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
+    bso_policy_epochs_posterior(&job, mean_log, sd_log);
+    assert_true(mean_log[3] > log(10.5)); /* the curve calls the run lucky, not unlucky */
+    assert_int_equal(choose_and_clear(&job), 64);
 }
 
 /* With a device profile, an unmeasured size's cost per epoch is the nearest measured size's,
@@ -2981,6 +3003,7 @@ int main(void)
         cmocka_unit_test(test_cost_per_epoch_between_sizes_by_its_parts),
         cmocka_unit_test(test_search_weighs_halfway_to_a_passed_over_size),
         cmocka_unit_test(test_one_run_edge_runs_again_before_it_ends_the_search),
+        cmocka_unit_test(test_one_run_edge_the_curve_agrees_with_is_not_run_again),
         cmocka_unit_test(test_unfit_size_is_as_if_absent),
         cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),

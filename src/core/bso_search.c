@@ -257,9 +257,12 @@ static int search_end(const struct bso_job *job, int from, int dir)
 
 /* Before the job ever changed, once the search has nothing left to probe: a bracket edge known
  * from one run that reached, whose cost lies within two spreads of the best's (that run's noise
- * and the best's mean's: bso_policy_two_spreads) and past which a probe would repay
- * (probe_gain), runs again before it is trusted to end the search; the one nearest the best's
- * cost first, -1 when none. A unimodal search takes its edges at their word, and one unlucky
+ * and the best's mean's: bso_policy_two_spreads), whose one run the curve through the sizes
+ * calls unlucky (the posterior of its epochs, shrunk toward that curve, lies below the run),
+ * and past which a probe would repay (probe_gain), runs again before it is trusted to end the
+ * search; the one nearest the best's cost first, -1 when none. Where the curve agrees with the
+ * run (epochs that never vary from size to size: sentiment140), a second run would only repeat
+ * it. A unimodal search takes its edges at their word, and one unlucky
  * run at an edge hides every size beyond it (movielens-1m on the A40: from 2048 the search
  * stepped two octaves up to 8192, whose one run drew the path that needs 7 epochs of its 7, 4,
  * 4, 4, 5; 4096 between them beat both, and 16384, the optimum, was never tried: ten jobs in
@@ -271,7 +274,7 @@ static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
                              const struct bso_spread *spread)
 {
     const int n = (int)job->spec.n_batch_sizes;
-    double cv2 = -1;
+    double cv2 = -1, mean_log[BSO_MAX_BATCH_SIZES], sd_log[BSO_MAX_BATCH_SIZES];
     int pick = -1;
     double pick_gap = 0;
     for (int dir = -1; dir <= 1; dir += 2) {
@@ -279,10 +282,13 @@ static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
         if (edge < 0 || edge >= n || job->stats[edge].runs != 1 ||
             job->stats[edge].successes != 1 || bso_policy_struck(job, (size_t)edge))
             continue;
-        if (cv2 < 0)
-            cv2 = bso_policy_pooled_cv2(job); /* once, and only when an edge can use it */
+        if (cv2 < 0) { /* once, and only when an edge can use them */
+            cv2 = bso_policy_pooled_cv2(job);
+            bso_policy_epochs_posterior(job, mean_log, sd_log);
+        }
         const double gap = log(bso_bs_expected_cost(&job->stats[edge]) / best_cost);
-        if (!(gap < bso_policy_two_spreads(cv2, (double)job->stats[g].successes)))
+        if (!(gap < bso_policy_two_spreads(cv2, (double)job->stats[g].successes)) ||
+            !(mean_log[edge] < log(bso_bs_mean_epochs(&job->stats[edge]))))
             continue;
         const int next = search_end(job, edge + dir, dir); /* past the edge */
         double gain;
