@@ -139,6 +139,18 @@ static int most_gain_between(const struct bso_job *job, int from, int to, double
     return pick;
 }
 
+/* Whether some open size in [from, to] would repay a probe against best_cost (probe_gain). */
+static bool probe_repays_between(const struct bso_job *job, int from, int to, double best_cost,
+                                 const struct bso_spread *spread)
+{
+    for (int k = from; k <= to; k++) {
+        double gain;
+        if (bso_policy_open_size(job, (size_t)k) && probe_gain(job, k, best_cost, spread, &gain))
+            return true;
+    }
+    return false;
+}
+
 /* The untried size nearest (in log2) halfway between g and the nearest size on side dir that has
  * run, or -1 when none lies between or none has run. */
 static int halfway_to_ran(const struct bso_job *job, int g, int dir)
@@ -291,11 +303,10 @@ static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
             !(mean_log[edge] < log(bso_bs_mean_epochs(&job->stats[edge]))))
             continue;
         const int next = search_end(job, edge + dir, dir); /* past the edge */
-        double gain;
-        const int beyond =
-            dir > 0 ? most_gain_between(job, edge + 1, next - 1, best_cost, spread, &gain)
-                    : most_gain_between(job, next + 1, edge - 1, best_cost, spread, &gain);
-        if (beyond >= 0 && (pick < 0 || gap < pick_gap)) {
+        const bool beyond = dir > 0
+                                ? probe_repays_between(job, edge + 1, next - 1, best_cost, spread)
+                                : probe_repays_between(job, next + 1, edge - 1, best_cost, spread);
+        if (beyond && (pick < 0 || gap < pick_gap)) {
             pick = edge;
             pick_gap = gap;
         }
