@@ -60,7 +60,10 @@ def main(argv):
             with open(os.path.join(out, "changes.csv")) as f:
                 changes = list(csv.DictReader(f))
         with open(decisions) as f:
-            rows = list(csv.DictReader(f))
+            # Each run: its job (arm, workload, GPU, seed), recurrence, cost, size and outcome.
+            rows = [((r["arm"], r["workload"], r["gpu"], int(r["seed"])), int(r["recurrence"]),
+                     float(r["cost"]), r["batch_size"], r["outcome"])
+                    for r in csv.DictReader(f)]
         if any(r["move"] for r in changes):
             fail("%s is a replay with a move to another GPU: its jobs change GPU on the way"
                  % out)
@@ -71,23 +74,23 @@ def main(argv):
             first = int(r["first_recurrence"]) if changes else 1
             phases[(arm_of(r), r["workload"], r["gpu"])].append((first,
                                                                   float(r["oracle_cost"])))
-    except (OSError, KeyError, ValueError) as e:
+    except KeyError as e:
+        fail("cannot read the replay: no column %s" % e)
+    except (OSError, ValueError) as e:
         fail("cannot read the replay: %s" % e)
     if not rows:
         fail("%s holds no runs" % decisions)
-    final = max(int(r["recurrence"]) for r in rows)
+    final = max(rec for _, rec, _, _, _ in rows)
     if last > final:
         fail("the jobs had %d recurrences, fewer than LAST (%d)" % (final, last))
     first = final - last + 1  # the window: recurrences first..final
     cost = defaultdict(Counter)  # per job, per recurrence in the window
     sizes = defaultdict(Counter)
-    for r in rows:
-        rec = int(r["recurrence"])
+    for job, rec, spent, size, outcome in rows:
         if rec >= first:
-            job = (r["arm"], r["workload"], r["gpu"], int(r["seed"]))
-            cost[job][rec] += float(r["cost"])
-            if r["outcome"] == "reached":
-                sizes[job][r["batch_size"]] += 1
+            cost[job][rec] += spent
+            if outcome == "reached":
+                sizes[job][size] += 1
     ratio = {}
     for job, spent in cost.items():
         cell = phases.get(job[:3])

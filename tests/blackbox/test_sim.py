@@ -508,7 +508,8 @@ class Sim(unittest.TestCase):
                                   ([d, runs, "x"], "whole numbers"),
                                   ([d, runs, "0"], "at least 1"),
                                   ([d, runs, "4"], "fewer than LAST"),
-                                  ([os.path.join(d, "none"), runs], "cannot read the replay")):
+                                  ([os.path.join(d, "none"), runs], "cannot read the replay"),
+                                  ([d, os.path.join(d, "summary.csv")], "no column 'arm'")):
                 bad = late(*args)
                 self.assertNotEqual(bad.returncode, 0, args)
                 self.assertIn(message, bad.stderr)
@@ -561,6 +562,13 @@ class Sim(unittest.TestCase):
                       ["toy,gpu1,1,%d,64,5,%s,%d,bso,%d,5,bso/max"
                        % (rec, "reached" if rec < 5 else "failed", cost, rec)
                        for rec, cost in ((1, 100), (2, 100), (3, 250), (4, 230), (5, 999))])
+            garbled = os.path.join(phased, "garbled.csv")
+            write_csv(garbled, DECISIONS_HEADER,
+                      ["toy,gpu1,one,1,64,5,reached,100,bso,1,5,bso/max"])  # seed not a number
+            bad = late(phased, garbled, "1")
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn("cannot read the replay", bad.stderr)
+            self.assertNotIn("Traceback", bad.stderr)
             out = late(phased, runs, "3", "1")
             self.assertEqual(out.returncode, 0, out.stderr)
             # Recurrences 3-5: (250 + 230) / (200 + 200), the fifth left out.
