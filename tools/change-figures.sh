@@ -4,8 +4,9 @@
 # through a fixed grid of changes, and this prints one row per scenario (the phase after the
 # change: geometric mean and worst ratio to that phase's oracle, the geometric mean over the
 # cells whose optimum the change moved, cells where bso cost more than zeus (all, and those
-# whose optimum moved), recurrences that trained no model in 5 launches), then the stationary
-# figures.
+# whose optimum moved), recurrences that trained no model in 5 launches); then, paired over the
+# seeds (tools/paired-cells.py), each cell where the optimum moved and bso cost more than zeus,
+# with its 95% interval; then the stationary figures.
 # Usage: tools/change-figures.sh [BUILD_DIR] [SEEDS] [BSO_SIM_ARGS]
 #   (default build/release, 1-20, none; e.g. "--declare-changes yes" replays the user telling
 #   the server of each change, docs/policy.md "When the user knows the job changed")
@@ -16,6 +17,15 @@ extra=${3:-} # split into words on purpose: several bso-sim arguments
 traces=${BSO_TRACES:-../shared/traces}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+here=$(dirname "$0")
+# paired CHANGE: appends to $out/paired.md the cells of the last replay where the optimum moved
+# and bso cost more than zeus, and to $out/counts its summary line.
+paired() {
+    python3 "$here/paired-cells.py" "$out" "$out/decisions.csv" --moved > "$out/cells"
+    grep '^| ' "$out/cells" | grep -v '^| workload' | sed "s/^|/| $1 |/" >> "$out/paired.md" || true
+    grep ' cells: ' "$out/cells" >> "$out/counts"
+}
+touch "$out/paired.md" "$out/counts"
 summarize() {
     python3 - "$1" "$2" <<'PY'
 import csv, math, sys, collections
@@ -61,15 +71,19 @@ for kind in "<=opt" ">=opt" "opt"; do
         for r in 10 25 40; do
             c="$r:epochs=$factor@$kind"
             "$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
-                --recurrences 60 --change "$c" $extra --out "$out" > /dev/null
+                --recurrences 60 --change "$c" $extra --out "$out" \
+                --decisions "$out/decisions.csv" > /dev/null
             summarize "\`$c\`" "$out/changes.csv"
+            paired "\`$c\`"
         done
     done
 done
 for c in "25:time=1.5" "25:epochs=1.5"; do
     "$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
-        --recurrences 60 --change "$c" $extra --out "$out" > /dev/null
+        --recurrences 60 --change "$c" $extra --out "$out" --decisions "$out/decisions.csv" \
+        > /dev/null
     summarize "\`$c\` (every size)" "$out/changes.csv"
+    paired "\`$c\`"
 done
 for pair in "v100 a40" "a40 v100"; do
     set -- $pair
@@ -77,6 +91,14 @@ for pair in "v100 a40" "a40 v100"; do
         --recurrences 60 --change "20:gpu=$2" --move fresh,transfer --out "$out" > /dev/null
     summarize "\`20:gpu=$2\` from $1" "$out/changes.csv"
 done
+echo
+echo "where the optimum moved and bso cost more than zeus, paired over the seeds:"
+echo "| change | workload | gpu | phase | bso / zeus | 95% interval | verdict |"
+echo "|---|---|---|---|---|---|---|"
+cat "$out/paired.md"
+awk '{ cells += $1; dearer += $7; beyond += $13; less += $NF }
+     END { printf "%d cells: bso costs more in %d, beyond the 95%% interval in %d; less beyond it in %d\n",
+           cells, dearer, beyond, less }' "$out/counts"
 echo
 echo "stationary (N 50, geometric mean vs oracle, max / jit):"
 "$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --power max,jit \

@@ -17,11 +17,11 @@ each recurrence is weighed against the oracle of its phase, and recurrences in a
 size reaches the target are left out (a job with only those is not counted); a replay whose
 jobs move to another GPU (R:gpu=NAME) is refused, as its jobs change GPU on the way.
 """
-import csv
 import math
-import os
 import sys
 from collections import Counter, defaultdict
+
+import replay
 
 THRESHOLDS = (1.1, 1.2, 1.3)
 
@@ -29,16 +29,6 @@ THRESHOLDS = (1.1, 1.2, 1.3)
 def fail(message):
     print("late-cost.py: " + message, file=sys.stderr)
     sys.exit(2)
-
-
-def arm_of(row):
-    """The arm name bso-sim writes in a decisions file, from a summary.csv row."""
-    name = "%s/%s" % (row["policy"], row["power"])
-    if row.get("profile") == "probe":
-        name += "+probe"
-    if row.get("move"):
-        name += "+" + row["move"]
-    return name
 
 
 def main(argv):
@@ -53,51 +43,28 @@ def main(argv):
     if last < 1 or worst < 0:
         fail("LAST must be at least 1 and WORST at least 0")
     try:
-        with open(os.path.join(out, "summary.csv")) as f:
-            summary = list(csv.DictReader(f))
-        changes = []
-        if os.path.exists(os.path.join(out, "changes.csv")):
-            with open(os.path.join(out, "changes.csv")) as f:
-                changes = list(csv.DictReader(f))
-        with open(decisions) as f:
-            # Each run: its job (arm, workload, GPU, seed), recurrence, cost, size and outcome.
-            rows = [((r["arm"], r["workload"], r["gpu"], int(r["seed"])), int(r["recurrence"]),
-                     float(r["cost"]), r["batch_size"], r["outcome"])
-                    for r in csv.DictReader(f)]
-        if any(r["move"] for r in changes):
-            fail("%s is a replay with a move to another GPU: its jobs change GPU on the way"
-                 % out)
-        # Each cell's phases, (first recurrence, oracle cost per recurrence); one phase, from
-        # the first recurrence, without --change.
-        phases = defaultdict(list)
-        for r in changes or summary:
-            first = int(r["first_recurrence"]) if changes else 1
-            phases[(arm_of(r), r["workload"], r["gpu"])].append((first,
-                                                                  float(r["oracle_cost"])))
-    except KeyError as e:
-        fail("cannot read the replay: no column %s" % e)
-    except (OSError, ValueError) as e:
-        fail("cannot read the replay: %s" % e)
-    if not rows:
-        fail("%s holds no runs" % decisions)
-    final = max(rec for _, rec, _, _, _ in rows)
+        rows, phases = replay.read(out, decisions)
+    except replay.ReplayError as e:
+        fail(str(e))
+    final = max(run.recurrence for run in rows)
     if last > final:
         fail("the jobs had %d recurrences, fewer than LAST (%d)" % (final, last))
     first = final - last + 1  # the window: recurrences first..final
     cost = defaultdict(Counter)  # per job, per recurrence in the window
     sizes = defaultdict(Counter)
-    for job, rec, spent, size, outcome in rows:
-        if rec >= first:
-            cost[job][rec] += spent
-            if outcome == "reached":
-                sizes[job][size] += 1
+    for run in rows:
+        job = run[:4]
+        if run.recurrence >= first:
+            cost[job][run.recurrence] += run.cost
+            if run.outcome == "reached":
+                sizes[job][run.batch_size] += 1
     ratio = {}
     for job, spent in cost.items():
         cell = phases.get(job[:3])
         if not cell:
             fail("no summary row for %s on %s under %s" % (job[1], job[2], job[0]))
         # Each recurrence's oracle: that of the last phase begun by it; left out where none.
-        oracle = {rec: max(p for p in cell if p[0] <= rec)[1] for rec in range(first, final + 1)}
+        oracle = {rec: replay.phase_of(cell, rec).oracle for rec in range(first, final + 1)}
         weighed = [rec for rec, o in oracle.items() if math.isfinite(o)]
         if weighed:
             ratio[job] = (sum(spent[rec] for rec in weighed) /

@@ -575,6 +575,94 @@ class Sim(unittest.TestCase):
             self.assertIn("| bso/max | 1 | 1 | 0 | 0 |", out.stdout)
             self.assertIn(" 1.200 ", out.stdout)
 
+    def test_paired_cells_says_where_a_policy_costs_more_beyond_noise(self):
+        """tools/paired-cells.py: on a replay written by hand, a cell where bso costs 10% more
+        than zeus on every seed is beyond the interval, one where it costs more on one seed
+        and less on another is within noise, and one where it costs less is counted as such;
+        --moved keeps only the phases after a change that moved the optimum; a real replay
+        of both policies gives one cell per workload, GPU and power mode. Bad arguments get a
+        message and a non-zero exit."""
+        tool = os.path.join(HERE, "..", "..", "tools", "paired-cells.py")
+
+        def paired(*args):
+            return subprocess.run([sys.executable, tool, *args], capture_output=True, text=True,
+                                  timeout=60)
+
+        def rows(stdout):
+            return [[c.strip() for c in line.split("|")[1:-1]] for line in stdout.splitlines()
+                    if line.startswith("| ") and not line.startswith("| workload")]
+
+        with tempfile.TemporaryDirectory() as d:
+            # Phase 0 (recurrences 1-2, optimum 32) and phase 1 (3-4, optimum 64) on gpu1;
+            # on gpu2 the optimum stays at 32.
+            write_csv(os.path.join(d, "summary.csv"), SUMMARY_HEADER, [])
+            write_csv(os.path.join(d, "changes.csv"), CHANGES_HEADER, [
+                "toy,%s,%s,max,%d,%d,2,100,1,0,0,0,0,none,,%s,0,0,0,0"
+                % (gpu, policy, phase, 1 + 2 * phase, "64" if gpu == "gpu1" and phase else "32")
+                for gpu in ("gpu1", "gpu2") for policy in ("zeus", "bso") for phase in (0, 1)])
+            lines = []
+            for seed in (1, 2, 3):
+                for rec in (1, 2, 3, 4):
+                    for gpu in ("gpu1", "gpu2"):
+                        zeus = 100 + 10 * seed
+                        if gpu == "gpu1":  # 10% dearer in phase 1, 5% cheaper in phase 0
+                            bso = zeus * (1.1 if rec >= 3 else 0.95)
+                        else:  # phase 1: dearer on seed 1, cheaper on seed 2
+                            bso = zeus + {1: 30, 2: -25, 3: 0}[seed] if rec >= 3 else zeus
+                        for policy, spent in (("zeus", zeus), ("bso", bso)):
+                            lines.append("toy,%s,%d,%d,32,5,reached,%g,%s,%d,5,%s/max"
+                                         % (gpu, seed, rec, spent, policy, rec, policy))
+            runs = os.path.join(d, "runs.csv")
+            write_csv(runs, DECISIONS_HEADER, lines)
+            out = paired(d, runs, "--all")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            got = {(r[0], r[1], r[2]): (r[3], r[5]) for r in rows(out.stdout)}
+            self.assertEqual(got[("toy", "gpu1", "1")], ("1.1000", "beyond"))
+            self.assertEqual(got[("toy", "gpu1", "0")], ("0.9500", "cheaper beyond"))
+            self.assertEqual(got[("toy", "gpu2", "1")][1], "within noise")
+            self.assertEqual(got[("toy", "gpu2", "0")], ("1.0000", "within noise"))
+            self.assertIn("4 cells: bso costs more in 2, beyond the 95% interval in 1; less "
+                          "beyond it in 1", out.stdout)
+            # Without --all only the dearer cells; --moved only gpu1's second phase.
+            out = paired(d, runs)
+            self.assertEqual(sorted(r[1] + "/" + r[2] for r in rows(out.stdout)),
+                             ["gpu1/1", "gpu2/1"])
+            out = paired(d, runs, "--moved")
+            self.assertEqual([r[1] + "/" + r[2] for r in rows(out.stdout)], ["gpu1/1"])
+            self.assertIn("1 cells: bso costs more in 1", out.stdout)
+            # The other way round, zeus against bso.
+            out = paired(d, runs, "--policy", "zeus", "--peer", "bso", "--moved")
+            self.assertIn("1 cells: zeus costs more in 0, beyond the 95% interval in 0; less "
+                          "beyond it in 1", out.stdout)
+            for args, message in (([d], "usage"),
+                                  ([d, runs, "--level", "1.5"], "between 0 and 1"),
+                                  ([d, runs, "--peer", "bso"], "the same policy"),
+                                  ([d, runs, "--peer", "nobody"], "no runs of both"),
+                                  ([os.path.join(d, "none"), runs], "cannot read the replay"),
+                                  ([d, os.path.join(d, "changes.csv")], "no column 'arm'")):
+                bad = paired(*args)
+                self.assertNotEqual(bad.returncode, 0, args)
+                self.assertIn(message, bad.stderr)
+                self.assertNotIn("Traceback", bad.stderr)
+            # A real replay of both policies, with and without a change.
+            write_synthetic(d)
+            for extra, cells in (([], 2), (["--change", "4:epochs=2@opt"], 4)):
+                replay = os.path.join(d, "replay%d" % cells)
+                real = os.path.join(d, "real%d.csv" % cells)
+                ran = sim("--traces", d, "--gpu", "gpu1", "--workloads",
+                          os.path.join(d, "workloads.csv"), "--policy", "zeus,bso", "--power",
+                          "max,jit", "--seeds", "1-3", "--recurrences", "8", "--out", replay,
+                          "--decisions", real, *extra)
+                self.assertEqual(ran.returncode, 0, ran.stderr)
+                out = paired(replay, real, "--all")
+                self.assertEqual(out.returncode, 0, out.stderr)
+                self.assertEqual(len(rows(out.stdout)), cells)
+                self.assertIn("%d cells:" % cells, out.stdout)
+            # Nothing moved without a change: no cell, and no error.
+            out = paired(os.path.join(d, "replay2"), os.path.join(d, "real2.csv"), "--moved")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("0 cells: bso costs more in 0", out.stdout)
+
     def test_sizes_that_reach_by_chance_replayed_identically_over_http(self):
         """A held-out synthetic workload whose sizes reach the target only some of the time
         (syn18 of set 808: max_epochs 78, 32 reaches three runs in five): the runs that ran to
