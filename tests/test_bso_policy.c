@@ -1438,6 +1438,51 @@ static void test_failure_within_the_laws_bounds_the_search(void **state)
     bso_job_clear(&job);
 }
 
+/* 32 reached ten times in 8 epochs at 200 an epoch (1600), the only size that did; 64, the edge
+ * above it, ran once to max_epochs (20) without reaching, at `per64` an epoch (`misses` misses
+ * in all); every other size was ruled out. By the laws, 64 needs 8 to 16 epochs, well within 20:
+ * its miss may have been bad luck (about one chance in two, its miss against a prior worth one
+ * run), and at the curve's 11.3 epochs it would cost some 1000 at 90 an epoch. `reached128`: 128
+ * reached once before (18 epochs at 100: 64's miss is within the laws still), so 64 lies below a
+ * size that reached; `building`: 32
+ * has failure evidence building toward an alarm; `changed`: the job changed at trial 4. Returns
+ * the size the policy hands out next. */
+static int64_t after_a_miss_above_the_best(double per64, double misses, bool reached128,
+                                           bool building, bool changed)
+{
+    struct bso_job job;
+    start_all(&job, BSO_BS_KILLED);
+    set_reached(&job, 1, 9, 8, 200, 9);
+    observe_at(&job, 2, 10, 20, per64, BSO_RUN_FAILED);
+    set_reached(&job, 1, 10, 8, 200, 11);
+    job.stats[2].misses = misses;
+    if (reached128)
+        set_reached(&job, 3, 1, 18, 100, 3);
+    if (building)
+        job.stats[1].drift_fail = 1;
+    if (changed)
+        for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+            job.stats[i].change_mark = 4;
+    job.last_trial_number = 11;
+    return choose_and_clear(&job);
+}
+
+/* An edge above every size that reached, whose one run missed, runs again when the saving if
+ * the miss was bad luck repays the risk of a second one (a run that never reaches, a diverged
+ * seed, otherwise hides every larger size for good); not once it missed twice, not where it
+ * would not beat the best, not below a size that reached, not while failures build toward an
+ * alarm, not after a change. */
+static void test_failed_edge_above_the_best_runs_again_when_its_miss_may_be_luck(void **state)
+{
+    (void)state;
+    assert_int_equal(after_a_miss_above_the_best(90, 1, false, false, false), 64);
+    assert_int_equal(after_a_miss_above_the_best(90, 2, false, false, false), 32);
+    assert_int_equal(after_a_miss_above_the_best(150, 1, false, false, false), 32);
+    assert_int_equal(after_a_miss_above_the_best(90, 1, true, false, false), 32);
+    assert_int_equal(after_a_miss_above_the_best(90, 1, false, true, false), 32);
+    assert_int_equal(after_a_miss_above_the_best(90, 1, false, false, true), 32);
+}
+
 /* The search moves down from 128 (5 epochs at 60: 300; 256 was stopped, and bounds it above).
  * 64 ran to max_epochs without reaching, though a smaller batch never needs more epochs than
  * a larger one: the run diverged. That law is not counted on for a second try (a change in the
@@ -3004,6 +3049,7 @@ int main(void)
         cmocka_unit_test(test_search_weighs_halfway_to_a_passed_over_size),
         cmocka_unit_test(test_one_run_edge_runs_again_before_it_ends_the_search),
         cmocka_unit_test(test_one_run_edge_the_curve_agrees_with_is_not_run_again),
+        cmocka_unit_test(test_failed_edge_above_the_best_runs_again_when_its_miss_may_be_luck),
         cmocka_unit_test(test_unfit_size_is_as_if_absent),
         cmocka_unit_test(test_crashing_size_becomes_infeasible),
         cmocka_unit_test(test_all_failed_is_pruned),

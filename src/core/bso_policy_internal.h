@@ -201,6 +201,16 @@ void bso_policy_spread(const struct bso_job *job, struct bso_spread *out);
  * chance that they go on to k, as runs to max_epochs at k wasted on the way; 0 where they have
  * not spread (docs/policy.md, "Failures that spread"). */
 double bso_policy_spread_risk(const struct bso_job *job, const struct bso_spread *spread, size_t k);
+/* The chance that a run at size i reaches the target if its misses were bad luck: a size that
+ * never reached and ran to max_epochs (misses), near a size that reached, in a job that never
+ * changed (after a change, misses are the change's as likely as chance's). Its chance of
+ * reaching, as a prior worth one run against its misses: below a size that reached (a smaller
+ * batch needs fewer epochs, so the curve there interpolates), how likely the curve's central
+ * estimate (bso_policy_epochs_estimate), spread as runs spread (the pooled run-to-run spread of
+ * log epochs), is to be within max_epochs; above every size that reached, where the curve
+ * extrapolates, the same over every slope the scaling laws allow. NAN for any other size, or
+ * one struck out in the recurrence. */
+double bso_policy_unlucky_chance(const struct bso_job *job, size_t i);
 /* The size a recurrence still looking for a model turns to when every size that reached the
  * target failed in it (or the job changed and none has reached since); -1 when nothing can
  * run. */

@@ -257,18 +257,7 @@ static double within_by_the_laws(const struct bso_job *job, size_t i, size_t nea
     return fmin(1, fmax(0, sd / r * spread));
 }
 
-/* What a model is expected to cost at size i if its misses were bad luck: a size that never
- * reached the target and ran to max_epochs (misses), near a size that reached, in a job that
- * never changed (after a change, misses are the change's as likely as chance's). Its chance of
- * reaching, as a prior worth one run against its misses: below a size that reached (a smaller
- * batch needs fewer epochs, so the curve there interpolates), how likely the curve's central
- * estimate (bso_policy_epochs_estimate), spread as runs spread (the pooled run-to-run spread of
- * log epochs), is to be within max_epochs; above every size that reached, where the curve
- * extrapolates, the same over every slope the scaling laws allow (within_by_the_laws). NAN for
- * any other size. A size that reached once by luck would otherwise be the only one weighed per
- * model and hold the job, one run in five reaching, while one that reaches three in five but
- * missed its first run is never tried again (docs/policy.md, "Held-out synthetic workloads"). */
-static double unlucky_per_model(const struct bso_job *job, size_t i)
+double bso_policy_unlucky_chance(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *s = &job->stats[i];
     if (s->total_successes > 0 || !(s->misses > 0) || !bso_policy_usable(job, i) ||
@@ -283,21 +272,35 @@ static double unlucky_per_model(const struct bso_job *job, size_t i)
         else if (k < i && job->stats[k].successes > 0)
             near_below = (int)k;
     }
-    const double epochs = bso_policy_epochs_estimate(job, i);
-    const double max_epochs = (double)job->spec.max_epochs;
     const double cv2 = bso_policy_pooled_cv2(job);
     double within;
     if (below_a_reached_size)
-        within = 0.5 * erfc(-log(max_epochs / epochs) / sqrt(2 * cv2));
+        within =
+            0.5 * erfc(-log((double)job->spec.max_epochs / bso_policy_epochs_estimate(job, i)) /
+                       sqrt(2 * cv2));
     else if (near_below >= 0)
         within = within_by_the_laws(job, i, (size_t)near_below, sqrt(cv2));
     else
         return NAN;
     const double chance = within / (1 + s->misses);
-    if (!(chance > 0))
+    return chance > 0 ? chance : NAN;
+}
+
+/* What a model is expected to cost at size i if its misses were bad luck
+ * (bso_policy_unlucky_chance): its central estimate, within max_epochs, at that chance of
+ * reaching; NAN for any other size. A size that reached once by luck would otherwise be the
+ * only one weighed per model and hold the job, one run in five reaching, while one that reaches
+ * three in five but missed its first run is never tried again (docs/policy.md, "Held-out
+ * synthetic workloads"). */
+static double unlucky_per_model(const struct bso_job *job, size_t i)
+{
+    const double chance = bso_policy_unlucky_chance(job, i);
+    if (isnan(chance))
         return NAN;
     const double per = bso_policy_epoch_cost(job, i);
-    return per_model(job, fmin(epochs, max_epochs) * per, chance, per);
+    return per_model(job,
+                     fmin(bso_policy_epochs_estimate(job, i), (double)job->spec.max_epochs) * per,
+                     chance, per);
 }
 
 /* The last resort's guess of the chance that a run at size k, `beyond` octaves beyond reach

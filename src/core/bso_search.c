@@ -314,13 +314,67 @@ static int edge_to_run_again(const struct bso_job *job, int g, double best_cost,
     return pick;
 }
 
+/* Whether a size that reached the target has failed since with evidence of a change building
+ * (drift_fail): the job may be changing, and a miss elsewhere is then as likely the change's as
+ * chance's. */
+static bool failures_building(const struct bso_job *job)
+{
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].drift_fail > 0)
+            return true;
+    return false;
+}
+
+/* Whether no size above i ever reached the target. */
+static bool above_every_reached(const struct bso_job *job, int i)
+{
+    for (size_t k = (size_t)i + 1; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].total_successes > 0)
+            return false;
+    return true;
+}
+
+/* Before the job ever changed, once the search has nothing left to probe: the edge above every
+ * size that reached, when it never reached and its one run ran to max_epochs, that miss may
+ * have been bad luck (bso_policy_unlucky_chance: by every slope the scaling laws allow past the
+ * largest size that reached, how likely its run was to reach), and the saving if it was repays
+ * the risk of a second miss: that chance times what the edge would save against best_cost at
+ * its central estimate over the recurrences still expected, against one more run to max_epochs
+ * at the other chance. Its index, or -1. One run that never reaches (a diverged seed) there
+ * hides every larger size from the search for the job's life (a held-out synthetic workload
+ * whose default, 32, drew its one path in five that never reaches: the search settled on 16,
+ * at 3.3 times the optimum, 128, for good; docs/policy.md, "Held-out synthetic workloads").
+ * Not below a size that reached, where the curve interpolates and a miss it calls unlikely was
+ * more often the job's change than chance (squad on the V100 after x1.6 at and above its
+ * optimum: 12, below a 16 that reached before the change, failed again in 5 jobs of 20), nor
+ * while failures elsewhere build toward an alarm (failures_building). Each such edge once: then
+ * it has two misses, and only the rescue weighs it. */
+static int failed_edge_to_run_again(const struct bso_job *job, int g, double best_cost)
+{
+    const int n = (int)job->spec.n_batch_sizes;
+    const int edge = search_end(job, g + 1, 1);
+    if (edge >= n || job->stats[edge].status != BSO_BS_FAILED || job->stats[edge].misses != 1 ||
+        !above_every_reached(job, edge) || failures_building(job))
+        return -1;
+    const double chance = bso_policy_unlucky_chance(job, (size_t)edge);
+    if (isnan(chance))
+        return -1;
+    const double max_epochs = (double)job->spec.max_epochs;
+    const double per = bso_policy_epoch_cost(job, (size_t)edge);
+    const double cost = fmin(bso_policy_epochs_estimate(job, (size_t)edge), max_epochs) * per;
+    const double gain =
+        chance * (best_cost - cost) * bso_policy_horizon(job) - (1 - chance) * max_epochs * per;
+    return gain > 0 ? edge : -1;
+}
+
 /* The next size to explore around the best one g, or -1. Each side offers one candidate: the
  * bisection point of the bracket (g, nearest tried size on that side) when there is one (after a
  * change, where it does not repay, the size of most gain between it and g), else an expansion
  * one octave out, or two when the last step that way found the best. When neither repays, in
  * turn: the size halfway to a passed-over size an expansion landed on (halfway_to_passed), a
- * transferred job's size past the bounds (transferred_beyond), and an edge known from one run
- * (edge_to_run_again). */
+ * transferred job's size past the bounds (transferred_beyond), an edge known from one run
+ * (edge_to_run_again), and an edge whose one run may have missed by bad luck
+ * (failed_edge_to_run_again). */
 int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
 {
     const int n = (int)job->spec.n_batch_sizes;
@@ -414,5 +468,7 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
         pick = transferred_beyond(job, best_cost);
     if (pick < 0 && !changed && isfinite(best_cost))
         pick = edge_to_run_again(job, g, best_cost, &spread);
+    if (pick < 0 && !changed && isfinite(best_cost))
+        pick = failed_edge_to_run_again(job, g, best_cost);
     return pick;
 }
