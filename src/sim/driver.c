@@ -64,7 +64,7 @@ static int local_predict(void *ctx, int64_t *bs, int64_t *trial)
     const int rc = bso_job_predict(&l->job, &l->trial, &changed);
     if (rc < 0) {
         snprintf(l->err, 512, "%s", bso_job_errmsg(&l->job));
-        return rc == BSO_EPRUNED ? SIM_PRUNED : -1;
+        return rc == BSO_EPRUNED ? SIM_REFUSED : -1;
     }
     *bs = l->trial.batch_size;
     *trial = l->trial.number;
@@ -169,7 +169,7 @@ static int remote_predict(void *ctx, int64_t *bs, int64_t *trial)
     struct remote *r = ctx;
     if (bso_client_next(r->c, r->job_id, bs, trial) < 0) {
         snprintf(r->err, 512, "%s", bso_client_errmsg(r->c));
-        return bso_client_http_status(r->c) == 409 ? SIM_PRUNED : -1; /* the server's EPRUNED */
+        return bso_client_http_status(r->c) == 409 ? SIM_REFUSED : -1; /* the server's EPRUNED */
     }
     return 0;
 }

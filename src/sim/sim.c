@@ -426,7 +426,7 @@ int sim_run(const struct sim_job *job, const struct sim_options *opt, struct sim
             }
             int64_t bs;
             rc = run_once(&jobs[k], opt, &drv, &st, &c, &bs, &reached, err, errcap);
-            if (rc == SIM_PRUNED) {
+            if (rc == SIM_REFUSED) {
                 /* The policy gave no size: this recurrence trains no model (counted here unless
                  * its launches already ran out) and, the client getting no batch size, spends
                  * nothing more. The next recurrence asks again. */

@@ -18,9 +18,10 @@
 #include "sim/profile.h"
 #include "sim/traces.h"
 
-/* What predict returns when the policy has no batch size to give (every size pruned, or a job
- * that never trained waiting for its next pass): the recurrence trains no model. */
-#define SIM_PRUNED (-2)
+/* What predict returns when the policy refuses a batch size (BSO_EPRUNED in-process, a 409 over
+ * HTTP: every size pruned, or a job that never trained waiting for its next pass): the
+ * recurrence trains no model, as changes.csv's `refused` counts. */
+#define SIM_REFUSED (-2)
 
 /* The policy being replayed, behind three calls: in-process (the core) or over HTTP. */
 struct sim_driver {
@@ -98,7 +99,7 @@ struct sim_phase_result {
     /* Recurrences given up after SIM_MAX_LAUNCHES runs without a model: they cost only the runs
      * they spent, less than training would, so a policy that loops looks cheap there. */
     int64_t gave_up;
-    /* Recurrences the policy refused a batch size (SIM_PRUNED): counted in no_model, at no
+    /* Recurrences the policy refused a batch size (SIM_REFUSED): counted in no_model, at no
      * cost; the next recurrence asks again. */
     int64_t refused;
     /* Recurrences from its start until near-optimal sizes trained SIM_SETTLED_RUN recurrences
