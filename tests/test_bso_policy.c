@@ -208,6 +208,13 @@ static void set_passed(struct bso_job *job, size_t i, double per)
     s->cost_sum = per;
 }
 
+/* The policy found that the job changed at `trial`: it marks every size so (bso_change.c). */
+static void mark_changed(struct bso_job *job, double trial)
+{
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
+        job->stats[i].change_mark = trial;
+}
+
 /* The size the policy hands out next; the job is cleared. */
 static int64_t choose_and_clear(struct bso_job *job)
 {
@@ -473,8 +480,7 @@ static int64_t after_the_search_closed(double epochs128, double per128, bool mis
     set_reached(&job, 2, 5, 8, 100, 8);
     job.last_trial_number = 8;
     if (changed)
-        for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-            job.stats[i].change_mark = 4;
+        mark_changed(&job, 4);
     return choose_and_clear(&job);
 }
 
@@ -791,8 +797,7 @@ static int64_t after_exploring_misses(int also, bool changed)
     if (also >= 0)
         set_missed(&job, (size_t)also, 1, 30, 7);
     if (changed)
-        for (size_t i = 0; i < 5; i++)
-            job.stats[i].change_mark = 1;
+        mark_changed(&job, 1);
     job.last_trial_number = 7;
     return choose_and_clear(&job);
 }
@@ -1484,8 +1489,7 @@ static int64_t after_a_miss_above_the_best(double per64, double misses, bool rea
     if (building)
         job.stats[1].drift_fail = 1;
     if (changed)
-        for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-            job.stats[i].change_mark = 4;
+        mark_changed(&job, 4);
     job.last_trial_number = 11;
     return choose_and_clear(&job);
 }
@@ -1667,8 +1671,8 @@ static int search_within_the_bracket(bool changed, const double *passed)
     set_reached(&job, 4, 1, 20, 118, 23);
     for (size_t i = 1; passed && i <= 3; i++)
         set_passed(&job, i, passed[i - 1]);
-    for (size_t i = 0; changed && i < job.spec.n_batch_sizes; i++)
-        job.stats[i].change_mark = 20;
+    if (changed)
+        mark_changed(&job, 20);
     job.last_trial_number = 25;
     const int c = bso_policy_explore(&job, 0, bso_bs_expected_cost(&job.stats[0]));
     bso_job_clear(&job);
@@ -1709,8 +1713,8 @@ static int64_t probe_between_loose_bounds(bool changed)
         job.stats[unrun[k]].cost_sum = per[k];
     }
     job.stats[0].status = BSO_BS_FAILED;
-    for (size_t i = 0; changed && i < job.spec.n_batch_sizes; i++)
-        job.stats[i].change_mark = 20;
+    if (changed)
+        mark_changed(&job, 20);
     job.last_trial_number = 25;
     const int c = bso_policy_explore(&job, 2, bso_bs_expected_cost(&job.stats[2]));
     const int64_t probed = c >= 0 ? sizes[c] : -1;
@@ -1746,8 +1750,7 @@ static double bound_past_the_edge_of_a_change(double before24, int *probe)
     set_reached(&job, 2, 1, 12, 120, 26);
     set_reached(&job, 0, 2, 7, 150, 27);
     job.stats[0].pre_change_epochs = before24;
-    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-        job.stats[i].change_mark = 20;
+    mark_changed(&job, 20);
     job.last_trial_number = 28;
     const double bound = bso_policy_epochs_bound(&job, 1);
     *probe = bso_policy_explore(&job, 0, bso_bs_expected_cost(&job.stats[0]));
@@ -1873,8 +1876,7 @@ static double shift_read_past_the_sizes_from_before(double before16)
     set_reached(&job, 1, 2, 4, 90, 11);
     job.stats[1].pre_change_epochs = 4;
     set_reached(&job, 2, 1, 5, 80, 25);
-    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-        job.stats[i].change_mark = 20;
+    mark_changed(&job, 20);
     job.last_trial_number = 26;
     double shift = NAN;
     assert_true(bso_policy_change_shift_near(&job, 2, &shift));
@@ -2383,8 +2385,7 @@ static int64_t rescue_after_misses(double misses64)
 {
     struct bso_job job;
     start_all(&job, BSO_BS_FAILED);
-    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
-        job.stats[i].change_mark = 20;
+    mark_changed(&job, 20);
     set_reached(&job, 1, 2, 12, 300, 22);
     job.stats[1].misses = 6;
     job.stats[1].fail_mark = 30;
