@@ -339,16 +339,19 @@ static bool above_every_reached(const struct bso_job *job, int i)
  * have been bad luck (bso_policy_unlucky_chance: by every slope the scaling laws allow past the
  * largest size that reached, how likely its run was to reach), and the saving if it was repays
  * the risk of a second miss: that chance times what the edge would save against best_cost at
- * its central estimate over the recurrences still expected, against one more run to max_epochs
- * at the other chance. Its index, or -1. One run that never reaches (a diverged seed) there
- * hides every larger size from the search for the job's life (a held-out synthetic workload
- * whose default, 32, drew its one path in five that never reaches: the search settled on 16,
- * at 3.3 times the optimum, 128, for good; docs/policy.md, "Held-out synthetic workloads").
- * Not below a size that reached, where the curve interpolates and a miss it calls unlikely was
- * more often the job's change than chance (squad on the V100 after x1.6 at and above its
- * optimum: 12, below a 16 that reached before the change, failed again in 5 jobs of 20), nor
- * while failures elsewhere build toward an alarm (failures_building). Each such edge once: then
- * it has two misses, and only the rescue weighs it. */
+ * its central estimate over the fewest recurrences a probe is weighed against (MIN_HORIZON),
+ * against one more run to max_epochs at the other chance. Its index, or -1. Not over the job's
+ * horizon, which grows with every model trained: against it, any miss with a saving is run
+ * again in the end, however unlikely its luck (over the held-out sets, 268 of the 341 cells it
+ * moved then cost more; weighed over MIN_HORIZON, 121 of 187, with most of the gain kept). One run
+ * that never reaches (a diverged seed) there hides every larger size from the search for the job's
+ * life (a held-out synthetic workload whose default, 32, drew its one path in five that never
+ * reaches: the search settled on 16, at 3.3 times the optimum, 128, for good; docs/policy.md,
+ * "Held-out synthetic workloads"). Not below a size that reached, where the curve interpolates and
+ * a miss it calls unlikely was more often the job's change than chance (squad on the V100 after
+ * x1.6 at and above its optimum: 12, below a 16 that reached before the change, failed again in 5
+ * jobs of 20), nor while failures elsewhere build toward an alarm (failures_building). Each such
+ * edge once: then it has two misses, and only the rescue weighs it. */
 static int failed_edge_to_run_again(const struct bso_job *job, int g, double best_cost)
 {
     const int n = (int)job->spec.n_batch_sizes;
@@ -362,8 +365,7 @@ static int failed_edge_to_run_again(const struct bso_job *job, int g, double bes
     const double max_epochs = (double)job->spec.max_epochs;
     const double per = bso_policy_epoch_cost(job, (size_t)edge);
     const double cost = fmin(bso_policy_epochs_estimate(job, (size_t)edge), max_epochs) * per;
-    const double gain =
-        chance * (best_cost - cost) * bso_policy_horizon(job) - (1 - chance) * max_epochs * per;
+    const double gain = chance * (best_cost - cost) * MIN_HORIZON - (1 - chance) * max_epochs * per;
     return gain > 0 ? edge : -1;
 }
 
