@@ -5,12 +5,16 @@ the same draws (common random numbers), so each seed is a pair: the interval is 
 bootstrap over seeds of the ratio of the two policies' summed costs.
 
 Usage: tools/paired-cells.py SIM_OUT DECISIONS [--policy bso] [--peer zeus] [--moved]
-                             [--level 0.95] [--all]
+                             [--trained] [--level 0.95] [--all]
   SIM_OUT    the --out directory of a bso-sim replay of both policies (its summary.csv, and
              with --change its changes.csv)
   DECISIONS  that replay's --decisions file
   --moved    only the phases after a change that moved the optimum (changes.csv's optimum
              differs from the phase before)
+  --trained  only the cells where both policies trained a model in every recurrence of the
+             phase (changes.csv's no_model 0; a replay with --change, or `--change 1:time=1`
+             for none): a recurrence a policy gives up costs it nothing, so a policy that gives
+             up looks cheap (Zeus's on the held-out synthetic workloads)
   --all      list every cell, not only those where POLICY costs more
 
 A cell is a workload on a GPU under one power mode (and profile) in one phase: POLICY's cost
@@ -57,6 +61,7 @@ def main(argv):
     parser.add_argument("--policy", default="bso")
     parser.add_argument("--peer", default="zeus")
     parser.add_argument("--moved", action="store_true")
+    parser.add_argument("--trained", action="store_true")
     parser.add_argument("--level", type=float, default=0.95)
     parser.add_argument("--all", action="store_true")
     args = parser.parse_args(argv[1:])
@@ -69,9 +74,16 @@ def main(argv):
     except replay.ReplayError as e:
         fail(str(e))
     # Per cell (the arm less its policy, workload, gpu, phase) and seed, each policy's cost.
+    if args.trained and any(p.no_model is None for cell in phases.values() for p in cell):
+        fail("--trained needs a replay with --change (changes.csv counts the recurrences "
+             "without a model; --change 1:time=1 changes nothing)")
     cost = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0]))
     policies = {args.policy: 0, args.peer: 1}
     ran = set()
+    # The cells (arm less its policy, workload, gpu, phase) where some policy left a recurrence
+    # without a model.
+    gave_up = {(arm.partition("/")[2], w, g, p.number)
+               for (arm, w, g), cell in phases.items() for p in cell if p.no_model}
     for run in runs:
         policy, _, rest = run.arm.partition("/")
         if policy not in policies:
@@ -85,7 +97,10 @@ def main(argv):
             before = [p for p in cell_phases if p.number == phase.number - 1]
             if not before or before[0].optimum == phase.optimum:
                 continue
-        cost[(rest, run.workload, run.gpu, phase.number)][run.seed][policies[policy]] += run.cost
+        cell = (rest, run.workload, run.gpu, phase.number)
+        if args.trained and cell in gave_up:
+            continue
+        cost[cell][run.seed][policies[policy]] += run.cost
     # Both policies ran every seed of a cell (a replay of both writes both).
     cells = {cell: [tuple(pair) for _, pair in sorted(seeds.items())]
              for cell, seeds in cost.items()}

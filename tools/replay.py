@@ -7,8 +7,9 @@ from collections import defaultdict, namedtuple
 # One run of the decisions file; a job is (arm, workload, gpu, seed).
 Run = namedtuple("Run", "arm workload gpu seed recurrence cost batch_size outcome")
 # One phase of a cell (arm, workload, gpu): its number, first recurrence, the oracle's expected
-# cost per recurrence (inf where no size reaches) and the size the oracle picks.
-Phase = namedtuple("Phase", "number first oracle optimum")
+# cost per recurrence (inf where no size reaches), the size the oracle picks, and the recurrences
+# that trained no model (None without --change: summary.csv does not count them).
+Phase = namedtuple("Phase", "number first oracle optimum no_model")
 
 
 class ReplayError(Exception):
@@ -46,9 +47,11 @@ def read(out, decisions):
                               "on the way" % out)
         phases = defaultdict(list)
         for r in changes or summary:
+            if changes and int(r["recurrences"]) == 0:
+                continue  # a change at the first recurrence leaves its phase 0 empty
             phase = (Phase(int(r["phase"]), int(r["first_recurrence"]), float(r["oracle_cost"]),
-                           r["optimum"]) if changes
-                     else Phase(0, 1, float(r["oracle_cost"]), ""))
+                           r["optimum"], int(r["no_model"])) if changes
+                     else Phase(0, 1, float(r["oracle_cost"]), "", None))
             phases[(arm_of(r), r["workload"], r["gpu"])].append(phase)
     except KeyError as e:
         raise ReplayError("cannot read the replay: no column %s" % e) from None
@@ -63,4 +66,5 @@ def read(out, decisions):
 
 def phase_of(cell_phases, recurrence):
     """The phase a recurrence falls in: the last one begun by it."""
-    return max((p for p in cell_phases if p.first <= recurrence), key=lambda p: p.first)
+    return max((p for p in cell_phases if p.first <= recurrence),
+               key=lambda p: (p.first, p.number))

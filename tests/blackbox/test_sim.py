@@ -634,6 +634,23 @@ class Sim(unittest.TestCase):
             out = paired(d, runs, "--policy", "zeus", "--peer", "bso", "--moved")
             self.assertIn("1 cells: zeus costs more in 0, beyond the 95% interval in 0; less "
                           "beyond it in 1", out.stdout)
+            # --trained: zeus left recurrences of gpu1's second phase without a model, so that
+            # cell is no comparison and is left out.
+            gave_up = os.path.join(d, "gave_up")
+            os.mkdir(gave_up)
+            write_csv(os.path.join(gave_up, "summary.csv"), SUMMARY_HEADER, [])
+            write_csv(os.path.join(gave_up, "changes.csv"), CHANGES_HEADER, [
+                "toy,%s,%s,max,%d,%d,2,100,1,%d,0,0,0,none,,%s,0,0,0,0"
+                % (gpu, policy, phase, 1 + 2 * phase,
+                   3 if (gpu, policy, phase) == ("gpu1", "zeus", 1) else 0,
+                   "64" if gpu == "gpu1" and phase else "32")
+                for gpu in ("gpu1", "gpu2") for policy in ("zeus", "bso") for phase in (0, 1)])
+            out = paired(gave_up, runs, "--all", "--trained")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(sorted(r[1] + "/" + r[2] for r in rows(out.stdout)),
+                             ["gpu1/0", "gpu2/0", "gpu2/1"])
+            out = paired(gave_up, runs, "--all")
+            self.assertEqual(len(rows(out.stdout)), 4)
             for args, message in (([d], "usage"),
                                   ([d, runs, "--level", "1.5"], "between 0 and 1"),
                                   ([d, runs, "--peer", "bso"], "the same policy"),
@@ -658,10 +675,26 @@ class Sim(unittest.TestCase):
                 self.assertEqual(out.returncode, 0, out.stderr)
                 self.assertEqual(len(rows(out.stdout)), cells)
                 self.assertIn("%d cells:" % cells, out.stdout)
+            # A change at the first recurrence leaves phase 0 empty: every run is phase 1's, and
+            # --trained goes by that phase's count.
+            ran = sim("--traces", d, "--gpu", "gpu1", "--workloads",
+                      os.path.join(d, "workloads.csv"), "--policy", "zeus,bso", "--seeds", "1-3",
+                      "--recurrences", "6", "--change", "1:time=1", "--out",
+                      os.path.join(d, "first"), "--decisions", os.path.join(d, "first.csv"))
+            self.assertEqual(ran.returncode, 0, ran.stderr)
+            out = paired(os.path.join(d, "first"), os.path.join(d, "first.csv"), "--all",
+                         "--trained")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual([r[2] for r in rows(out.stdout)], ["1"])
             # Nothing moved without a change: no cell, and no error.
             out = paired(os.path.join(d, "replay2"), os.path.join(d, "real2.csv"), "--moved")
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertIn("0 cells: bso costs more in 0", out.stdout)
+            # Without --change there is no count of recurrences without a model to go by.
+            bad = paired(os.path.join(d, "replay2"), os.path.join(d, "real2.csv"), "--trained")
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn("needs a replay with --change", bad.stderr)
+            self.assertNotIn("Traceback", bad.stderr)
 
     def test_sizes_that_reach_by_chance_replayed_identically_over_http(self):
         """A held-out synthetic workload whose sizes reach the target only some of the time
