@@ -1510,6 +1510,35 @@ static void test_failed_edge_above_the_best_runs_again_when_its_miss_may_be_luck
     assert_int_equal(after_a_miss_above_the_best(90, 1, false, false, true), 32);
 }
 
+/* 64 reached four times in 10 epochs; a probe of 16 was stopped after 13 epochs, proving that
+ * it needs more than a larger size does. Before any change, "a larger batch needs at least as
+ * many epochs" says that run diverged: it is no point of the curve, whose slope is still a
+ * guess, and 32 is read off it at 10 / sqrt(2) epochs (as a point, it flattened the slope to 0,
+ * and every size below 64 looked as dear per sample). It is still a run (not diverged by the
+ * margin the bounds allow). After a change, which may hit the smaller sizes alone, it counts:
+ * the slope is flat and 32 needs 10. */
+static void test_a_stopped_run_past_a_larger_size_does_not_bend_the_curve(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    set_reached(&job, 2, 4, 10, 100, 4);
+    struct bso_bs_stat *s = &job.stats[0];
+    s->status = BSO_BS_KILLED;
+    s->runs = s->total_runs = 1;
+    s->censored_epochs = 13;
+    s->epochs_sum = 13;
+    s->cost_sum = 13 * 400;
+    job.last_trial_number = 5;
+    assert_false(bso_policy_diverged(&job, 0));
+    assert_true(bso_policy_slope_guessed(&job));
+    assert_true(fabs(bso_policy_epochs_estimate(&job, 1) - 10 / sqrt(2)) < 1e-9);
+    mark_changed(&job, 3);
+    assert_false(bso_policy_slope_guessed(&job));
+    assert_true(fabs(bso_policy_epochs_estimate(&job, 1) - 10) < 1e-9);
+    bso_job_clear(&job);
+}
+
 /* The search moves down from 128 (5 epochs at 60: 300; 256 was stopped, and bounds it above).
  * 64 ran to max_epochs without reaching, though a smaller batch never needs more epochs than
  * a larger one: the run diverged. That law is not counted on for a second try (a change in the
@@ -3101,6 +3130,7 @@ int main(void)
         cmocka_unit_test(test_size_that_misses_now_and_then_keeps_its_epochs_at_its_alarm),
         cmocka_unit_test(test_diverged_run_is_retried_once_and_bounds_nothing),
         cmocka_unit_test(test_failure_within_the_laws_bounds_the_search),
+        cmocka_unit_test(test_a_stopped_run_past_a_larger_size_does_not_bend_the_curve),
         cmocka_unit_test(test_search_looks_past_a_size_whose_run_diverged),
         cmocka_unit_test(test_search_steps_one_octave_after_a_change),
         cmocka_unit_test(test_alarm_run_is_not_a_step_of_the_search),

@@ -293,16 +293,36 @@ double bso_policy_epochs_bound(const struct bso_job *job, size_t i)
     return lb;
 }
 
+/* Whether a run stopped at size a, which proved that a needs more than `proved` epochs, says
+ * more than a larger size needed on average (mean_epochs), before the job ever changed: "a larger
+ * batch needs at least as many epochs" then says that run diverged rather than measured its
+ * size. */
+static bool past_a_larger_size(const struct bso_job *job, size_t a, double proved)
+{
+    if (bso_policy_change_trial(job) > 0)
+        return false; /* a change may have hit the smaller sizes alone */
+    for (size_t k = a + 1; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].successes > 0 && bso_bs_mean_epochs(&job->stats[k]) < proved)
+            return true;
+    return false;
+}
+
 /* What size a tells the scaling fit (bso_policy_epochs_estimate): log2 of its epochs, or false
  * when it tells nothing. Sizes that reached the target count with their mean epochs; sizes
  * whose runs were stopped with what those runs proved (more than they ran), so a failed probe
- * bends the fit; sizes known only from the job this one was transferred from, with what they
- * needed there (the same workload). */
+ * bends the fit, but not a run that proved more than a larger size needed (past_a_larger_size):
+ * as a point of the curve it bent the slope flat, and every smaller size looked as dear per
+ * sample and was stopped at its first epoch (syn20 of held-out set 777: a never-reaching run at
+ * 12 made 24, on the way to the optimum 16, look dearer than the default 48; it still bounds its
+ * own size, bso_policy_epochs_bound). Sizes known only from the job this one was transferred
+ * from count with what they needed there (the same workload). */
 static bool scaling_point(const struct bso_job *job, size_t a, double *log2_epochs)
 {
     const struct bso_bs_stat *sa = &job->stats[a];
-    const double proved =
+    double proved =
         sa->censored_epochs > 0 && !bso_policy_diverged(job, a) ? sa->censored_epochs + 1 : 0;
+    if (proved > 0 && sa->successes == 0 && past_a_larger_size(job, a, proved))
+        proved = 0;
     const double prior = bso_policy_transferred_prior(job, a);
     if (sa->successes == 0 && !(proved > 0) && !(prior > 0))
         return false;
