@@ -72,6 +72,12 @@ def write_csv(path, header, lines):
 
 
 class Sim(unittest.TestCase):
+    def assert_refused(self, result, message, context=None):
+        """A tool's run that must fail: non-zero exit, `message` on stderr, no traceback."""
+        self.assertNotEqual(result.returncode, 0, context)
+        self.assertIn(message, result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+
     def test_errors(self):
         with tempfile.TemporaryDirectory() as d:
             self.assertEqual(sim("--traces", d).returncode, 2)  # no --gpu
@@ -146,15 +152,11 @@ class Sim(unittest.TestCase):
             self.assertIn("usage", bad.stderr)
             bad = subprocess.run([sys.executable, tool, a, "four", "7"], capture_output=True,
                                  text=True, timeout=60)
-            self.assertNotEqual(bad.returncode, 0)
-            self.assertIn("N and SEED must be whole numbers", bad.stderr)
-            self.assertNotIn("Traceback", bad.stderr)
+            self.assert_refused(bad, "N and SEED must be whole numbers")
             for knee in ("sharp", "0", "nan"):
                 bad = subprocess.run([sys.executable, tool, b, "4", "7", knee],
                                      capture_output=True, text=True, timeout=60)
-                self.assertNotEqual(bad.returncode, 0, knee)
-                self.assertIn("KNEE must be a number", bad.stderr)
-                self.assertNotIn("Traceback", bad.stderr)
+                self.assert_refused(bad, "KNEE must be a number", knee)
             # Another knee bends the time per epoch only: the same epochs, other seconds.
             bent = os.path.join(d, "bent")
             made = subprocess.run([sys.executable, tool, bent, "4", "7", "1.6"],
@@ -459,9 +461,7 @@ class Sim(unittest.TestCase):
                                   ([d], "no summary_power_*.csv")):
                 bad = subprocess.run([sys.executable, tool, *args], capture_output=True,
                                      text=True, timeout=60)
-                self.assertNotEqual(bad.returncode, 0, args)
-                self.assertIn(message, bad.stderr)
-                self.assertNotIn("Traceback", bad.stderr)
+                self.assert_refused(bad, message, args)
 
     def test_late_cost_counts_the_jobs_still_dear_at_the_end(self):
         """tools/late-cost.py: on a replay written by hand, the jobs whose last recurrences cost
@@ -511,9 +511,7 @@ class Sim(unittest.TestCase):
                                   ([os.path.join(d, "none"), runs], "cannot read the replay"),
                                   ([d, os.path.join(d, "summary.csv")], "no column 'arm'")):
                 bad = late(*args)
-                self.assertNotEqual(bad.returncode, 0, args)
-                self.assertIn(message, bad.stderr)
-                self.assertNotIn("Traceback", bad.stderr)
+                self.assert_refused(bad, message, args)
             # A real replay: every job of every arm counted once.
             write_synthetic(d)
             replay = os.path.join(d, "replay")
@@ -566,9 +564,7 @@ class Sim(unittest.TestCase):
             write_csv(garbled, DECISIONS_HEADER,
                       ["toy,gpu1,one,1,64,5,reached,100,bso,1,5,bso/max"])  # seed not a number
             bad = late(phased, garbled, "1")
-            self.assertNotEqual(bad.returncode, 0)
-            self.assertIn("cannot read the replay", bad.stderr)
-            self.assertNotIn("Traceback", bad.stderr)
+            self.assert_refused(bad, "cannot read the replay")
             out = late(phased, runs, "3", "1")
             self.assertEqual(out.returncode, 0, out.stderr)
             # Recurrences 3-5: (250 + 230) / (200 + 200), the fifth left out.
@@ -658,9 +654,7 @@ class Sim(unittest.TestCase):
                                   ([os.path.join(d, "none"), runs], "cannot read the replay"),
                                   ([d, os.path.join(d, "changes.csv")], "no column 'arm'")):
                 bad = paired(*args)
-                self.assertNotEqual(bad.returncode, 0, args)
-                self.assertIn(message, bad.stderr)
-                self.assertNotIn("Traceback", bad.stderr)
+                self.assert_refused(bad, message, args)
             # A real replay of both policies, with and without a change.
             write_synthetic(d)
             for extra, cells in (([], 2), (["--change", "4:epochs=2@opt"], 4)):
@@ -692,9 +686,7 @@ class Sim(unittest.TestCase):
             self.assertIn("0 cells: bso costs more in 0", out.stdout)
             # Without --change there is no count of recurrences without a model to go by.
             bad = paired(os.path.join(d, "replay2"), os.path.join(d, "real2.csv"), "--trained")
-            self.assertNotEqual(bad.returncode, 0)
-            self.assertIn("needs a replay with --change", bad.stderr)
-            self.assertNotIn("Traceback", bad.stderr)
+            self.assert_refused(bad, "needs a replay with --change")
 
     def test_sizes_that_reach_by_chance_replayed_identically_over_http(self):
         """A held-out synthetic workload whose sizes reach the target only some of the time
