@@ -1,7 +1,8 @@
 #!/bin/bash
 # The change figures of docs/policy.md ("When the job changes", "Moving a job to other
 # hardware"): bso-sim replays every workload on both GPUs under the zeus and bso policies
-# through a fixed grid of changes, and this prints one row per scenario (the phase after the
+# through a grid of changes (epochs x factor at, at and below, at and above the optimum, from
+# each change point), and this prints one row per scenario (the phase after the
 # change: geometric mean and worst ratio to that phase's oracle, the geometric mean over the
 # cells whose optimum the change moved, cells where bso cost more than zeus (all, and those
 # whose optimum moved), recurrences that trained no model in 5 launches); then, paired over the
@@ -10,10 +11,21 @@
 # Usage: tools/change-figures.sh [BUILD_DIR] [SEEDS] [BSO_SIM_ARGS]
 #   (default build/release, 1-20, none; e.g. "--declare-changes yes" replays the user telling
 #   the server of each change, docs/policy.md "When the user knows the job changed")
+# The grid's change points and factors are BSO_CHANGE_POINTS (default "10 25 40") and
+# BSO_CHANGE_FACTORS (default "1.3 1.6 2.0"): other values replay a grid the policy was not
+# developed on (docs/policy.md, "Off the grid").
 set -eu
 build=${1:-build/release}
 seeds=${2:-1-20}
 extra=${3:-} # split into words on purpose: several bso-sim arguments
+points=${BSO_CHANGE_POINTS:-10 25 40}
+factors=${BSO_CHANGE_FACTORS:-1.3 1.6 2.0}
+for v in $points $factors; do
+    if ! [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+        echo "change-figures.sh: '$v' in BSO_CHANGE_POINTS or BSO_CHANGE_FACTORS is not a number" >&2
+        exit 2
+    fi
+done
 traces=${BSO_TRACES:-../shared/traces}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -67,8 +79,8 @@ PY
 echo "| change | zeus | bso | bso where the optimum moved (cells) | bso worst | bso > zeus (where it moved) | no model (zeus / bso) |"
 echo "|---|---|---|---|---|---|---|"
 for kind in "<=opt" ">=opt" "opt"; do
-    for factor in 1.3 1.6 2.0; do
-        for r in 10 25 40; do
+    for factor in $factors; do
+        for r in $points; do
             c="$r:epochs=$factor@$kind"
             "$build/bso-sim" --traces "$traces" --gpu v100,a40 --policy zeus,bso --seeds "$seeds" \
                 --recurrences 60 --change "$c" $extra --out "$out" \
