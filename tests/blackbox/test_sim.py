@@ -193,6 +193,31 @@ class Sim(unittest.TestCase):
             self.assertGreaterEqual(int(no_model), 0)
         self.assertNotEqual(rows[0][1:], rows[1][1:])  # two seeds, two different sets
 
+    @unittest.skipUnless(os.path.exists(os.path.join(TRACES, "summary_train.csv")),
+                         "public traces not available")
+    def test_change_figures_off_the_grid(self):
+        """tools/change-figures.sh replays the grid at the change points and factors of
+        BSO_CHANGE_POINTS and BSO_CHANGE_FACTORS (one row per point, factor and side of the
+        optimum, none of the default grid's), and refuses a value that is not a number."""
+        tool = os.path.join(HERE, "..", "..", "tools", "change-figures.sh")
+        build = os.path.dirname(os.path.abspath(shutil.which(SIM) or SIM))
+        env = dict(os.environ, BSO_TRACES=TRACES, BSO_CHANGE_POINTS="12",
+                   BSO_CHANGE_FACTORS="1.7")
+        out = subprocess.run(["bash", tool, build, "1-2"], capture_output=True, text=True,
+                             timeout=600, env=env)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        rows = [line.split("|")[1].strip() for line in out.stdout.splitlines()
+                if line.startswith("| `") and ":epochs=" in line and "@" in line
+                and "noise" not in line and "beyond" not in line]
+        self.assertEqual(rows, ["`12:epochs=1.7@<=opt`", "`12:epochs=1.7@>=opt`",
+                                "`12:epochs=1.7@opt`"], out.stdout)
+        for bad in ("BSO_CHANGE_POINTS", "BSO_CHANGE_FACTORS"):
+            refused = subprocess.run(["bash", tool, build, "1-2"], capture_output=True,
+                                     text=True, timeout=600, env=dict(env, **{bad: "10 x"}))
+            self.assert_refused(refused, "'x' in BSO_CHANGE_POINTS or BSO_CHANGE_FACTORS")
+            self.assertEqual(refused.returncode, 2)
+            self.assertEqual(refused.stdout, "")
+
     def test_profile_from_the_traces(self):
         """--profile probe: the probe's cost is charged to the first recurrence, the profile
         reaches the policy, and a workload without samples_per_epoch is refused."""
