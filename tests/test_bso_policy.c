@@ -1690,12 +1690,12 @@ static void test_search_looks_past_the_alarm_where_the_change_reaches_the_other_
 }
 
 /* Sizes 24..96 (64 the default): 24 reached in 7 epochs at 150 an epoch (the best, 1050) and
- * 96 in 20 at 118; 32, 48 and 64 never ran, or, given `passed` (their costs per epoch), were each
- * passed over after a one-epoch probe. The bracket above 24 ends at 96, and its bisection point,
- * 48, does not repay: by the steps law 96's 20 epochs bound it to 10 (about 1330). Untried, 32
- * would (6.7 epochs by the same law, or 7 by 24's, about 1000). What the search probes from 24
- * when both 24 and 96 ran since a change at trial 20 (`changed`), or with no change at all: -1
- * for nothing. */
+ * 96 in 20 at 118; 32, 48 and 64 never ran, or, given `passed` (their costs per epoch; 0: that
+ * size never ran), were each passed over after a one-epoch probe. The bracket above 24 ends at 96,
+ * and its bisection point, 48, does not repay: by the steps law 96's 20 epochs bound it to 10
+ * (about 1330). Untried, 32 would (6.7 epochs by the same law, or 7 by 24's, about 1000). What the
+ * search probes from 24 when both 24 and 96 ran since a change at trial 20 (`changed`), or with no
+ * change at all: -1 for nothing. */
 static int search_within_the_bracket(bool changed, const double *passed)
 {
     static const int64_t sizes[] = {24, 32, 48, 64, 96};
@@ -1704,7 +1704,8 @@ static int search_within_the_bracket(bool changed, const double *passed)
     set_reached(&job, 0, 2, 7, 150, 24);
     set_reached(&job, 4, 1, 20, 118, 23);
     for (size_t i = 1; passed && i <= 3; i++)
-        set_passed(&job, i, passed[i - 1]);
+        if (passed[i - 1] > 0)
+            set_passed(&job, i, passed[i - 1]);
     if (changed)
         mark_changed(&job, 20);
     job.last_trial_number = 25;
@@ -1725,6 +1726,19 @@ static void test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket(vo
     assert_int_equal(search_within_the_bracket(false, NULL), -1);
     const double passed[] = {300, 200, 10};
     assert_int_equal(search_within_the_bracket(true, passed), -1);
+}
+
+/* Before any change, a bisection point passed over after its one-epoch probe (48, at 300 an
+ * epoch: it does not repay) no longer stands for the untried sizes of the bracket: the one
+ * nearest the bisection goes instead where it repays (32, with 64 passed over too), and nothing
+ * where the nearest does not (64, bounded by 96's 20 epochs to 13.3 at about 126 an epoch). */
+static void test_a_passed_bisection_point_gives_way_to_an_untried_size(void **state)
+{
+    (void)state;
+    const double passed_48_64[] = {0, 110, 300};
+    assert_int_equal(search_within_the_bracket(false, passed_48_64), 1);
+    const double passed_48[] = {0, 110, 0};
+    assert_int_equal(search_within_the_bracket(false, passed_48), -1);
 }
 
 /* Sizes 16..128: 64 is the best since a change at trial 20 (10 epochs at 100 an epoch), 128
@@ -3142,6 +3156,7 @@ int main(void)
         cmocka_unit_test(test_size_that_reached_since_the_change_is_not_a_step_of_the_search),
         cmocka_unit_test(test_search_looks_past_the_alarm_where_the_change_reaches_the_other_way),
         cmocka_unit_test(test_after_a_change_the_search_weighs_the_inner_half_of_a_bracket),
+        cmocka_unit_test(test_a_passed_bisection_point_gives_way_to_an_untried_size),
         cmocka_unit_test(test_after_a_change_the_search_ranks_its_probes_by_the_central_estimate),
         cmocka_unit_test(test_a_size_past_the_edge_of_a_change_is_bounded_by_epochs_from_before),
         cmocka_unit_test(test_a_level_from_before_is_extrapolated_within_the_laws),

@@ -50,12 +50,14 @@ static bool bounds_search(const struct bso_job *job, int i)
            !bso_policy_diverged(job, (size_t)i);
 }
 
-/* The open size whose log2 is closest to `target` among indices in [from, to]; -1 if none. */
-static int closest_open(const struct bso_job *job, int from, int to, double target)
+/* The open size (never tried, where `untried`) whose log2 is closest to `target` among indices
+ * in [from, to]; -1 if none. */
+static int closest_open(const struct bso_job *job, int from, int to, double target, bool untried)
 {
     int best = -1;
     for (int k = from; k <= to; k++) {
-        if (!bso_policy_open_size(job, (size_t)k))
+        if (!bso_policy_open_size(job, (size_t)k) ||
+            (untried && job->stats[k].status != BSO_BS_UNTRIED))
             continue;
         double d = fabs(log2((double)job->spec.batch_sizes[k]) - target);
         if (best < 0 || d < fabs(log2((double)job->spec.batch_sizes[best]) - target))
@@ -190,8 +192,8 @@ static int halfway_to_passed(const struct bso_job *job, int g, int p, double bes
 {
     const double mid =
         (log2((double)job->spec.batch_sizes[g]) + log2((double)job->spec.batch_sizes[p])) / 2;
-    const int h =
-        p < g ? closest_open(job, p + 1, g - 1, mid) : closest_open(job, g + 1, p - 1, mid);
+    const int h = p < g ? closest_open(job, p + 1, g - 1, mid, false)
+                        : closest_open(job, g + 1, p - 1, mid, false);
     double gain;
     if (h < 0 || !probe_gain(job, h, best_cost, spread, &gain))
         return -1;
@@ -407,7 +409,7 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
                 passed |= searched_past(job, (size_t)k);
             target = xg + dir * (passed ? 2.0 : 1.0);
         }
-        int c = closest_open(job, from, to, target);
+        int c = closest_open(job, from, to, target, false);
         if (c < 0)
             continue;
         double gain;
@@ -424,12 +426,27 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost)
              * the edge: there the change is likelier still (cifar100 after x3.0 at and above
              * its optimum: from 64, a probe of 256 ran 89 epochs before it was stopped). Before
              * any change the bisection point stands for its half of the bracket (weighing every
-             * size there cost more in probes than it found: docs/policy.md). */
+             * size there cost more in probes than it found: docs/policy.md), unless it was
+             * passed over (below). */
             const int inner = dir > 0
                                   ? most_gain_between(job, from, c - 1, best_cost, &spread, &gain)
                                   : most_gain_between(job, c + 1, to, best_cost, &spread, &gain);
             if (inner >= 0) {
                 c = inner;
+                pays = true;
+            }
+        }
+        if (!pays && bisecting && !changed && job->stats[c].status == BSO_BS_PASSED) {
+            /* Before any change, a bisection point that was passed over after its one-epoch
+             * probe was judged against the best of its day, and its probe measured only its own
+             * cost per epoch: it does not speak for the untried sizes of the bracket, and the one
+             * nearest the bisection goes instead, if it repays (a held-out workload whose
+             * optimum, 16, lay in the bracket from 8 to 24 behind 12, passed over against 24
+             * before 24's one diverged run made 8 the best: every job of one seed stayed on 8,
+             * 25% dearer, for life; docs/policy.md "The bso policy", item 2). */
+            const int u = closest_open(job, from, to, target, true);
+            if (u >= 0 && probe_gain(job, u, best_cost, &spread, &gain)) {
+                c = u;
                 pays = true;
             }
         }
