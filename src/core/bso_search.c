@@ -337,7 +337,7 @@ static bool above_every_reached(const struct bso_job *job, int i)
 }
 
 /* Before the job ever changed, once the search has nothing left to probe: the edge above every
- * size that reached, when it never reached and its one run ran to max_epochs, that miss may
+ * size that reached, when it never reached and its runs ran to max_epochs, those misses may
  * have been bad luck (bso_policy_unlucky_chance: by every slope the scaling laws allow past the
  * largest size that reached, how likely its run was to reach), and the saving if it was repays
  * the risk of a second miss: that chance times what the edge would save against best_cost at
@@ -352,14 +352,17 @@ static bool above_every_reached(const struct bso_job *job, int i)
  * "Held-out synthetic workloads"). Not below a size that reached, where the curve interpolates and
  * a miss it calls unlikely was more often the job's change than chance (squad on the V100 after
  * x1.6 at and above its optimum: 12, below a 16 that reached before the change, failed again in 5
- * jobs of 20), nor while failures elsewhere build toward an alarm (failures_building). Each such
- * edge once: then it has two misses, and only the rescue weighs it. */
+ * jobs of 20), nor while failures elsewhere build toward an alarm (failures_building). Again after
+ * each further miss while the saving still repays, as the chance falls with every miss (its
+ * misses against a prior worth one run): a count of one, as first kept, left a default whose
+ * never-reaching path came up twice in a row bounding the search for life (a held-out workload
+ * at 7 times the oracle on its smallest size). */
 static int failed_edge_to_run_again(const struct bso_job *job, int g, double best_cost)
 {
     const int n = (int)job->spec.n_batch_sizes;
     const int edge = search_end(job, g + 1, 1);
-    if (edge >= n || job->stats[edge].status != BSO_BS_FAILED || job->stats[edge].misses != 1 ||
-        !above_every_reached(job, edge) || failures_building(job))
+    if (edge >= n || job->stats[edge].status != BSO_BS_FAILED || !above_every_reached(job, edge) ||
+        failures_building(job))
         return -1;
     const double chance = bso_policy_unlucky_chance(job, (size_t)edge);
     if (isnan(chance))
