@@ -26,6 +26,13 @@ for v in $points $factors; do
         exit 2
     fi
 done
+# Checked here too, before the table begins: bso-sim would refuse it only at that row.
+for v in $points; do
+    if ! [[ $v =~ ^[1-9][0-9]*$ ]]; then
+        echo "change-figures.sh: '$v' in BSO_CHANGE_POINTS is not a recurrence (a whole number from 1)" >&2
+        exit 2
+    fi
+done
 traces=${BSO_TRACES:-../shared/traces}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -198,7 +198,8 @@ class Sim(unittest.TestCase):
     def test_change_figures_off_the_grid(self):
         """tools/change-figures.sh replays the grid at the change points and factors of
         BSO_CHANGE_POINTS and BSO_CHANGE_FACTORS (one row per point, factor and side of the
-        optimum, none of the default grid's), and refuses a value that is not a number."""
+        optimum, none of the default grid's), and refuses, before printing anything, a value that is
+        not a number and a change point that is no recurrence."""
         tool = os.path.join(HERE, "..", "..", "tools", "change-figures.sh")
         build = os.path.dirname(os.path.abspath(shutil.which(SIM) or SIM))
         env = dict(os.environ, BSO_TRACES=TRACES, BSO_CHANGE_POINTS="12",
@@ -215,6 +216,13 @@ class Sim(unittest.TestCase):
             refused = subprocess.run(["bash", tool, build, "1-2"], capture_output=True,
                                      text=True, timeout=600, env=dict(env, **{bad: "10 x"}))
             self.assert_refused(refused, "'x' in BSO_CHANGE_POINTS or BSO_CHANGE_FACTORS")
+            self.assertEqual(refused.returncode, 2)
+            self.assertEqual(refused.stdout, "")
+        for point in ("10.5", "0"):  # a number, but no recurrence
+            refused = subprocess.run(["bash", tool, build, "1-2"], capture_output=True,
+                                     text=True, timeout=600,
+                                     env=dict(env, BSO_CHANGE_POINTS=point))
+            self.assert_refused(refused, "'%s' in BSO_CHANGE_POINTS is not a recurrence" % point)
             self.assertEqual(refused.returncode, 2)
             self.assertEqual(refused.stdout, "")
 
