@@ -286,6 +286,12 @@ double bso_policy_unlucky_chance(const struct bso_job *job, size_t i)
     return chance > 0 ? chance : NAN;
 }
 
+double bso_policy_unlucky_run_cost(const struct bso_job *job, size_t i)
+{
+    return fmin(bso_policy_epochs_estimate(job, i), (double)job->spec.max_epochs) *
+           bso_policy_epoch_cost(job, i);
+}
+
 /* What a model is expected to cost at size i if its misses were bad luck
  * (bso_policy_unlucky_chance): its central estimate, within max_epochs, at that chance of
  * reaching; NAN for any other size. A size that reached once by luck would otherwise be the
@@ -297,10 +303,8 @@ static double unlucky_per_model(const struct bso_job *job, size_t i)
     const double chance = bso_policy_unlucky_chance(job, i);
     if (isnan(chance))
         return NAN;
-    const double per = bso_policy_epoch_cost(job, i);
-    return per_model(job,
-                     fmin(bso_policy_epochs_estimate(job, i), (double)job->spec.max_epochs) * per,
-                     chance, per);
+    return per_model(job, bso_policy_unlucky_run_cost(job, i), chance,
+                     bso_policy_epoch_cost(job, i));
 }
 
 /* The last resort's guess of the chance that a run at size k, `beyond` octaves beyond reach
