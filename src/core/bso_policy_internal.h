@@ -211,6 +211,8 @@ double bso_policy_spread_risk(const struct bso_job *job, const struct bso_spread
  * extrapolates, the same over every slope the scaling laws allow. NAN for any other size, or
  * one struck out in the recurrence. */
 double bso_policy_unlucky_chance(const struct bso_job *job, size_t i);
+/* Whether no size above i ever reached the target (in the job's whole life). */
+bool bso_policy_above_every_reached(const struct bso_job *job, size_t i);
 /* What a run at size i costs if its misses were bad luck: its central estimate of epochs
  * (bso_policy_epochs_estimate), within max_epochs, at its cost per epoch. */
 double bso_policy_unlucky_run_cost(const struct bso_job *job, size_t i);

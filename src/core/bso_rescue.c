@@ -257,6 +257,14 @@ static double within_by_the_laws(const struct bso_job *job, size_t i, size_t nea
     return fmin(1, fmax(0, sd / r * spread));
 }
 
+bool bso_policy_above_every_reached(const struct bso_job *job, size_t i)
+{
+    for (size_t k = i + 1; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].total_successes > 0)
+            return false;
+    return true;
+}
+
 double bso_policy_unlucky_chance(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *s = &job->stats[i];
@@ -264,17 +272,13 @@ double bso_policy_unlucky_chance(const struct bso_job *job, size_t i)
         bso_policy_struck(job, i) || !near_a_reached_size(job, i) ||
         bso_policy_change_trial(job) > 0)
         return NAN;
-    bool below_a_reached_size = false;
     int near_below = -1; /* the largest size below i that reached */
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
-        if (k > i)
-            below_a_reached_size |= job->stats[k].total_successes > 0;
-        else if (k < i && job->stats[k].successes > 0)
+    for (size_t k = 0; k < i; k++)
+        if (job->stats[k].successes > 0)
             near_below = (int)k;
-    }
     const double cv2 = bso_policy_pooled_cv2(job);
     double within;
-    if (below_a_reached_size)
+    if (!bso_policy_above_every_reached(job, i))
         within =
             0.5 * erfc(-log((double)job->spec.max_epochs / bso_policy_epochs_estimate(job, i)) /
                        sqrt(2 * cv2));

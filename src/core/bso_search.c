@@ -327,15 +327,6 @@ static bool failures_building(const struct bso_job *job)
     return false;
 }
 
-/* Whether no size above i ever reached the target. */
-static bool above_every_reached(const struct bso_job *job, int i)
-{
-    for (size_t k = (size_t)i + 1; k < job->spec.n_batch_sizes; k++)
-        if (job->stats[k].total_successes > 0)
-            return false;
-    return true;
-}
-
 /* Before the job ever changed, once the search has nothing left to probe: the edge above every
  * size that reached, when it never reached and its runs ran to max_epochs, those misses may
  * have been bad luck (bso_policy_unlucky_chance: by every slope the scaling laws allow past the
@@ -361,8 +352,8 @@ static int failed_edge_to_run_again(const struct bso_job *job, int g, double bes
 {
     const int n = (int)job->spec.n_batch_sizes;
     const int edge = search_end(job, g + 1, 1);
-    if (edge >= n || job->stats[edge].status != BSO_BS_FAILED || !above_every_reached(job, edge) ||
-        failures_building(job))
+    if (edge >= n || job->stats[edge].status != BSO_BS_FAILED ||
+        !bso_policy_above_every_reached(job, (size_t)edge) || failures_building(job))
         return -1;
     const double chance = bso_policy_unlucky_chance(job, (size_t)edge);
     if (isnan(chance))
