@@ -1138,6 +1138,40 @@ static void test_size_that_got_cheaper_starts_over_alone(void **state)
     bso_job_clear(&job);
 }
 
+/* 32 reached six times in 8 epochs, 64 six times in 10; 256 was stopped after one epoch. Then
+ * 64 needs 5 (the downward CUSUM finds it) and starts over from that run. The scaling fit reads
+ * the curve's shape with 32 moved by the same factor, as if the whole job got easier (both at
+ * half): 256 is read as 5 epochs times 4 to the slope from before (log2 10/8), not as 5 (the
+ * slope of 8 at 32 beside 5 at 64, below 0, held at "the same epochs"), while 32 keeps its own 8.
+ * Once 32 has run since and still needs 8, the job did not get easier there: the fit takes it
+ * as it is. */
+static void test_a_size_that_got_cheaper_leaves_the_curves_shape(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start_all(&job, BSO_BS_FAILED);
+    set_reached(&job, 1, 6, 8, 150, 9);
+    set_reached(&job, 2, 6, 10, 100, 10);
+    job.stats[4].status = BSO_BS_PASSED;
+    job.stats[4].runs = 1;
+    job.stats[4].epochs_sum = 1;
+    job.stats[4].cost_sum = 40;
+    job.last_trial_number = 10;
+    const double slope = log2(10.0 / 8.0);
+    assert_true(fabs(bso_policy_epochs_estimate(&job, 4) - 10 * pow(4, slope)) < 1e-9);
+    int t = 11;
+    while (job.stats[2].drop_factor == 0) {
+        assert_true(t < 16);
+        observe_at(&job, 2, t++, 5, 100, BSO_RUN_REACHED);
+    }
+    assert_true(fabs(job.stats[2].drop_factor - 0.5) < 1e-9);
+    assert_true(fabs(bso_policy_epochs_estimate(&job, 4) - 5 * pow(4, slope)) < 1e-9);
+    assert_true(job.stats[1].sum_epochs == 6 * 8); /* its own epochs stay */
+    observe_at(&job, 1, t++, 8, 150, BSO_RUN_REACHED);
+    assert_true(fabs(bso_policy_epochs_estimate(&job, 4) - 5) < 1e-9);
+    bso_job_clear(&job);
+}
+
 /* A change right after a size's first run (in the job's first recurrence): 64 reached in 6
  * epochs once, 128 was passed over after one epoch, then the job changed and 64 needs 11-13.
  * The CUSUM measures each run against a posterior that the runs since make up, so the first run
@@ -3146,6 +3180,7 @@ int main(void)
         cmocka_unit_test(test_struck_table_matches_the_scan),
         cmocka_unit_test(test_size_that_misses_now_and_then_weighs_it),
         cmocka_unit_test(test_size_that_got_cheaper_starts_over_alone),
+        cmocka_unit_test(test_a_size_that_got_cheaper_leaves_the_curves_shape),
         cmocka_unit_test(test_first_run_far_below_the_runs_since_is_a_change),
         cmocka_unit_test(test_declared_change_is_found_by_the_next_run_that_shows_it),
         cmocka_unit_test(test_declared_change_is_not_confirmed_by_two_sizes_near_the_alarm),

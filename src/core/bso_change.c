@@ -359,7 +359,11 @@ bool bso_policy_observe(struct bso_job *job, size_t i, double cost, int64_t epoc
         } else if (s->drift_down > DRIFT_ALARM) {
             /* The size got cheaper (fewer epochs): it starts over from this run (added below),
              * and nothing else is forgotten. Good news at one size says nothing against what
-             * the others showed, and re-exploring after it cost more than it found. */
+             * the others showed, and re-exploring after it cost more than it found. How far
+             * it fell is kept, so that the scaling fit does not read the curve's shape from
+             * its new epochs beside the others' old ones (drop_factor). */
+            s->drop_factor = (double)epochs / bso_bs_mean_epochs(s);
+            s->drop_mark = (double)job->last_trial_number;
             bso_bs_clear_epochs(s);
             s->drift_down = 0;
             end_streak(s);

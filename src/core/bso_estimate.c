@@ -307,6 +307,26 @@ static bool past_a_larger_size(const struct bso_job *job, size_t a, double prove
     return false;
 }
 
+/* log2 of how far the other sizes' epochs fell (drop_factor) since size a's epochs were last
+ * seen (its last run that reached; for a size known only by runs stopped short, its last run
+ * to max_epochs; never, for one known only from another job), on the guess that the whole job
+ * got easier. Where the scaling fit reads the curve's shape, a size's new epochs beside the
+ * others' old ones bent it: on a held-out synthetic workload after epochs x0.5 at every size,
+ * the best went from 26 epochs to 13 while a smaller size still stood at its old 20, the slope
+ * fell flat, and a size four times larger, read as needing the best's 13 epochs where it
+ * needed 33, was run to the target (docs/policy.md, "When the job changes"). */
+static double drops_since(const struct bso_job *job, size_t a)
+{
+    const struct bso_bs_stat *sa = &job->stats[a];
+    const double seen =
+        sa->successes > 0 ? sa->success_mark : fmax(sa->success_mark, sa->fail_mark);
+    double log2_drop = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (k != a && job->stats[k].drop_factor > 0 && job->stats[k].drop_mark > seen)
+            log2_drop += log2(job->stats[k].drop_factor);
+    return log2_drop;
+}
+
 /* What size a tells the scaling fit (bso_policy_epochs_estimate): log2 of its epochs, or false
  * when it tells nothing. Sizes that reached the target count with their mean epochs; sizes
  * whose runs were stopped with what those runs proved (more than they ran), so a failed probe
@@ -326,7 +346,8 @@ static bool scaling_point(const struct bso_job *job, size_t a, double *log2_epoc
     const double prior = bso_policy_transferred_prior(job, a);
     if (sa->successes == 0 && !(proved > 0) && !(prior > 0))
         return false;
-    *log2_epochs = log2(sa->successes > 0 ? bso_bs_mean_epochs(sa) : fmax(prior, proved));
+    *log2_epochs = log2(sa->successes > 0 ? bso_bs_mean_epochs(sa) : fmax(prior, proved)) +
+                   drops_since(job, a);
     return true;
 }
 

@@ -125,6 +125,12 @@ struct bso_bs_stat {
      * hardware; epochs do not depend on it), until the size reaches here: then it joins the
      * size's runs as one run more. 0: none. */
     double prior_epochs;
+    /* The factor by which this size's epochs fell at its last downward alarm (the run that
+     * raised it over the size's mean before), and the job's last trial number then; 0: none.
+     * Its epochs start over from that run; a size whose epochs are from before then is moved
+     * by the factor where the scaling fit reads the curve's shape, as if the whole job got
+     * easier, but keeps its own epochs (bso_estimate.c, scaling_point). */
+    double drop_factor, drop_mark;
     /* With a window (window_size from 1 to BSO_EPOCHS_WINDOW_MAX): the epochs of the runs that
      * sum_epochs holds, oldest first, so that the oldest leaves exactly as the next arrives.
      * n_window stays 0 without one (or a larger one, which fades instead). */

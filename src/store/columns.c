@@ -178,6 +178,8 @@ const size_t bso_column_stat_change_fields[BSO_STAT_CHANGE] = {
     STAT(cost_level),
     STAT(changes_since_run),
     STAT(shortfall),
+    STAT(drop_factor),
+    STAT(drop_mark),
 };
 
 double *bso_column_stat_field(struct bso_bs_stat *b, size_t at)

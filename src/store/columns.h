@@ -91,9 +91,9 @@ void bso_column_stat_sums(const struct bso_bs_stat *b, double out[BSO_STAT_SUMS]
  * fail_mark, change_mark, total_runs, total_successes, drift_fail, prior_epochs, streak_runs,
  * streak_sum_epochs, streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses,
  * misses_before_reaching, first_epochs, first_mark, declared_mark, past_spread_ss,
- * past_spread_dof, cost_level, changes_since_run, shortfall), the columns of a statistics row
- * before the window, in order. */
-#define BSO_STAT_CHANGE 24
+ * past_spread_dof, cost_level, changes_since_run, shortfall, drop_factor, drop_mark), the
+ * columns of a statistics row before the window, in order. */
+#define BSO_STAT_CHANGE 26
 void bso_column_stat_change(const struct bso_bs_stat *b, double out[BSO_STAT_CHANGE]);
 /* Where in struct bso_bs_stat each of those columns lives (offsetof, each a double), in the
  * same order: the one list the readers, the writers and the job cache go by, so that a new

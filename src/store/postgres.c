@@ -206,6 +206,9 @@ static const char *const migrations[] = {
      * (bso_job.refusals), and how close each size's runs to max_epochs came (shortfall) */
     "ALTER TABLE job ADD COLUMN refusals BIGINT NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN shortfall DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
+    /* 25: how far each size's epochs fell at its last downward alarm, and when */
+    "ALTER TABLE bs_stat ADD COLUMN drop_factor DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN drop_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -331,7 +334,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
         " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
         " first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " changes_since_run, shortfall, recent_epochs FROM bs_stat"
+        " changes_since_run, shortfall, drop_factor, drop_mark, recent_epochs FROM bs_stat"
         " WHERE job_id = $1",
     [ST_SAVE_STAT] =
         "INSERT INTO bs_stat (job_id, batch_size, status, runs, successes,"
@@ -341,10 +344,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
         " first_epochs, first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " changes_since_run, shortfall, recent_epochs)"
+        " changes_since_run, shortfall, drop_factor, drop_mark, recent_epochs)"
         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,"
         " $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34,"
-        " $35, $36, $37, $38, $39, $40, $41, $42)"
+        " $35, $36, $37, $38, $39, $40, $41, $42, $43, $44)"
         " ON CONFLICT (job_id, batch_size) DO UPDATE SET status = EXCLUDED.status,"
         " runs = EXCLUDED.runs, successes = EXCLUDED.successes,"
         " sum_epochs = EXCLUDED.sum_epochs, sum_sq_epochs = EXCLUDED.sum_sq_epochs,"
@@ -367,6 +370,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " declared_mark = EXCLUDED.declared_mark, past_spread_ss = EXCLUDED.past_spread_ss,"
         " past_spread_dof = EXCLUDED.past_spread_dof, cost_level = EXCLUDED.cost_level,"
         " changes_since_run = EXCLUDED.changes_since_run, shortfall = EXCLUDED.shortfall,"
+        " drop_factor = EXCLUDED.drop_factor, drop_mark = EXCLUDED.drop_mark,"
         " recent_epochs = EXCLUDED.recent_epochs",
     [ST_SAVE_PROFILE] =
         "INSERT INTO profile (job_id, batch_size, feasible, samples_per_s, joules_per_sample,"

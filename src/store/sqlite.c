@@ -202,6 +202,9 @@ static const char *const migrations[] = {
      * (bso_job.refusals), and how close each size's runs to max_epochs came (shortfall) */
     "ALTER TABLE job ADD COLUMN refusals INTEGER NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN shortfall REAL NOT NULL DEFAULT 0;\n",
+    /* 25: how far each size's epochs fell at its last downward alarm, and when */
+    "ALTER TABLE bs_stat ADD COLUMN drop_factor REAL NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE bs_stat ADD COLUMN drop_mark REAL NOT NULL DEFAULT 0;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 
@@ -324,7 +327,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " drift_fail, prior_epochs, streak_runs, streak_sum_epochs, streak_sum_sq_epochs,"
         " cost_shift, pre_change_epochs, misses, misses_before_reaching, first_epochs,"
         " first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " changes_since_run, shortfall, recent_epochs FROM bs_stat"
+        " changes_since_run, shortfall, drop_factor, drop_mark, recent_epochs FROM bs_stat"
         " WHERE job_id = ?1",
     [ST_SAVE_STAT] =
         "INSERT OR REPLACE INTO bs_stat (job_id, batch_size, status, runs, successes,"
@@ -334,10 +337,10 @@ static const char *const stmt_sql[ST_COUNT] = {
         " total_runs, total_successes, drift_fail, prior_epochs, streak_runs, streak_sum_epochs,"
         " streak_sum_sq_epochs, cost_shift, pre_change_epochs, misses, misses_before_reaching,"
         " first_epochs, first_mark, declared_mark, past_spread_ss, past_spread_dof, cost_level,"
-        " changes_since_run, shortfall, recent_epochs)"
+        " changes_since_run, shortfall, drop_factor, drop_mark, recent_epochs)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,"
         " ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34,"
-        " ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42)",
+        " ?35, ?36, ?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44)",
     [ST_SAVE_PROFILE] =
         "INSERT OR REPLACE INTO profile (job_id, batch_size, feasible, samples_per_s,"
         " joules_per_sample, peak_memory_bytes, device, measured_at) VALUES (?1, ?2, ?3, ?4, ?5,"
