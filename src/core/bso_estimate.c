@@ -314,7 +314,7 @@ static bool past_a_larger_size(const struct bso_job *job, size_t a, double prove
  * others' old ones bent it: on a held-out synthetic workload after epochs x0.5 at every size,
  * the best went from 26 epochs to 13 while a smaller size still stood at its old 20, the slope
  * fell flat, and a size four times larger, read as needing the best's 13 epochs where it
- * needed 33, was run to the target (docs/policy.md, "When the job changes"). */
+ * needed 33, was run to the target (docs/policy.md, "Detecting a change"). */
 static double drops_since(const struct bso_job *job, size_t a)
 {
     const struct bso_bs_stat *sa = &job->stats[a];
