@@ -307,23 +307,42 @@ static bool past_a_larger_size(const struct bso_job *job, size_t a, double prove
     return false;
 }
 
-/* log2 of how far the other sizes' epochs fell (drop_factor) since size a's epochs were last
- * seen (its last run that reached; for a size known only by runs stopped short, its last run
- * to max_epochs; never, for one known only from another job), on the guess that the whole job
- * got easier. Where the scaling fit reads the curve's shape, a size's new epochs beside the
- * others' old ones bent it: on a held-out synthetic workload after epochs x0.5 at every size,
- * the best went from 26 epochs to 13 while a smaller size still stood at its old 20, the slope
- * fell flat, and a size four times larger, read as needing the best's 13 epochs where it
- * needed 33, was run to the target (docs/policy.md, "Detecting a change"). */
-static double drops_since(const struct bso_job *job, size_t a)
+/* The sizes whose epochs fell at a downward alarm (drop_factor): when, and log2 of how far.
+ * Looked up once per estimate; most jobs have none. */
+struct drops {
+    size_t n;
+    size_t size[BSO_MAX_BATCH_SIZES];
+    double mark[BSO_MAX_BATCH_SIZES], log2_factor[BSO_MAX_BATCH_SIZES];
+};
+
+static void find_drops(const struct bso_job *job, struct drops *d)
+{
+    d->n = 0;
+    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
+        if (job->stats[k].drop_factor > 0) {
+            d->size[d->n] = k;
+            d->mark[d->n] = job->stats[k].drop_mark;
+            d->log2_factor[d->n++] = log2(job->stats[k].drop_factor);
+        }
+}
+
+/* log2 of how far the other sizes' epochs fell (drops) since size a's epochs were last seen (its
+ * last run that reached; for a size known only by runs stopped short, its last run to
+ * max_epochs; never, for one known only from another job), on the guess that the whole job got
+ * easier. Where the scaling fit reads the curve's shape, a size's new epochs beside the others'
+ * old ones bent it: on a held-out synthetic workload after epochs x0.5 at every size, the best
+ * went from 26 epochs to 13 while a smaller size still stood at its old 20, the slope fell flat,
+ * and a size four times larger, read as needing the best's 13 epochs where it needed 33, was
+ * run to the target (docs/policy.md, "Detecting a change"). */
+static double drops_since(const struct bso_job *job, const struct drops *d, size_t a)
 {
     const struct bso_bs_stat *sa = &job->stats[a];
     const double seen =
         sa->successes > 0 ? sa->success_mark : fmax(sa->success_mark, sa->fail_mark);
     double log2_drop = 0;
-    for (size_t k = 0; k < job->spec.n_batch_sizes; k++)
-        if (k != a && job->stats[k].drop_factor > 0 && job->stats[k].drop_mark > seen)
-            log2_drop += log2(job->stats[k].drop_factor);
+    for (size_t k = 0; k < d->n; k++)
+        if (d->size[k] != a && d->mark[k] > seen)
+            log2_drop += d->log2_factor[k];
     return log2_drop;
 }
 
@@ -335,8 +354,10 @@ static double drops_since(const struct bso_job *job, size_t a)
  * sample and was stopped at its first epoch (syn20 of held-out set 777: a never-reaching run at
  * 12 made 24, on the way to the optimum 16, look dearer than the default 48; it still bounds its
  * own size, bso_policy_epochs_bound). Sizes known only from the job this one was transferred
- * from count with what they needed there (the same workload). */
-static bool scaling_point(const struct bso_job *job, size_t a, double *log2_epochs)
+ * from count with what they needed there (the same workload). Each is moved by the drops
+ * since it was seen (drops_since; none where `drops` is NULL, to count the points only). */
+static bool scaling_point(const struct bso_job *job, const struct drops *drops, size_t a,
+                          double *log2_epochs)
 {
     const struct bso_bs_stat *sa = &job->stats[a];
     double proved =
@@ -347,7 +368,7 @@ static bool scaling_point(const struct bso_job *job, size_t a, double *log2_epoc
     if (sa->successes == 0 && !(proved > 0) && !(prior > 0))
         return false;
     *log2_epochs = log2(sa->successes > 0 ? bso_bs_mean_epochs(sa) : fmax(prior, proved)) +
-                   drops_since(job, a);
+                   (drops ? drops_since(job, drops, a) : 0);
     return true;
 }
 
@@ -356,7 +377,7 @@ bool bso_policy_slope_guessed(const struct bso_job *job)
     int points = 0;
     double y;
     for (size_t a = 0; a < job->spec.n_batch_sizes && points < 2; a++)
-        points += scaling_point(job, a, &y);
+        points += scaling_point(job, NULL, a, &y); /* counted only */
     return points < 2;
 }
 
@@ -432,9 +453,11 @@ double bso_policy_epochs_estimate(const struct bso_job *job, size_t i)
     if (bso_policy_transferred_prior(job, i) > 0)
         return bso_policy_transferred_prior(job, i); /* what the same workload needed elsewhere */
     struct curve c = curve_from(job, i);
+    struct drops drops;
+    find_drops(job, &drops);
     for (size_t a = 0; a < job->spec.n_batch_sizes; a++) {
         double ya;
-        if (scaling_point(job, a, &ya))
+        if (scaling_point(job, &drops, a, &ya))
             curve_add(&c, job, a, ya,
                       job->stats[a].successes > 0 ? bso_bs_mean_epochs(&job->stats[a]) : 0);
     }
