@@ -213,9 +213,10 @@ double bso_policy_spread_risk(const struct bso_job *job, const struct bso_spread
 double bso_policy_unlucky_chance(const struct bso_job *job, size_t i);
 /* Whether no size above i ever reached the target (in the job's whole life). */
 bool bso_policy_above_every_reached(const struct bso_job *job, size_t i);
-/* What a run at size i costs if its misses were bad luck: its central estimate of epochs
- * (bso_policy_epochs_estimate), within max_epochs, at its cost per epoch. */
-double bso_policy_unlucky_run_cost(const struct bso_job *job, size_t i);
+/* The epochs a run at size i needs if its misses were bad luck: its central estimate
+ * (bso_policy_epochs_estimate), within max_epochs; times its cost per epoch, what such a run
+ * costs. */
+double bso_policy_unlucky_epochs(const struct bso_job *job, size_t i);
 /* The size a recurrence still looking for a model turns to when every size that reached the
  * target failed in it (or the job changed and none has reached since); -1 when nothing can
  * run. */

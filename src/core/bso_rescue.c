@@ -290,10 +290,9 @@ double bso_policy_unlucky_chance(const struct bso_job *job, size_t i)
     return chance > 0 ? chance : NAN;
 }
 
-double bso_policy_unlucky_run_cost(const struct bso_job *job, size_t i)
+double bso_policy_unlucky_epochs(const struct bso_job *job, size_t i)
 {
-    return fmin(bso_policy_epochs_estimate(job, i), (double)job->spec.max_epochs) *
-           bso_policy_epoch_cost(job, i);
+    return fmin(bso_policy_epochs_estimate(job, i), (double)job->spec.max_epochs);
 }
 
 /* What a model is expected to cost at size i if its misses were bad luck
@@ -307,8 +306,8 @@ static double unlucky_per_model(const struct bso_job *job, size_t i)
     const double chance = bso_policy_unlucky_chance(job, i);
     if (isnan(chance))
         return NAN;
-    return per_model(job, bso_policy_unlucky_run_cost(job, i), chance,
-                     bso_policy_epoch_cost(job, i));
+    const double per = bso_policy_epoch_cost(job, i);
+    return per_model(job, bso_policy_unlucky_epochs(job, i) * per, chance, per);
 }
 
 /* The last resort's guess of the chance that a run at size k, `beyond` octaves beyond reach

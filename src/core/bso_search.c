@@ -360,7 +360,7 @@ static int failed_edge_to_run_again(const struct bso_job *job, int g, double bes
         return -1;
     const double max_epochs = (double)job->spec.max_epochs;
     const double per = bso_policy_epoch_cost(job, (size_t)edge);
-    const double cost = bso_policy_unlucky_run_cost(job, (size_t)edge);
+    const double cost = bso_policy_unlucky_epochs(job, (size_t)edge) * per;
     const double gain = chance * (best_cost - cost) * MIN_HORIZON - (1 - chance) * max_epochs * per;
     return gain > 0 ? edge : -1;
 }
