@@ -2945,6 +2945,79 @@ static void test_transfer_gives_priors_not_facts(void **state)
     bso_job_clear(&old);
 }
 
+/* Sizes whose runs in the old job all ran to max_epochs without reaching start failed in the
+ * moved job, with their misses (epochs belong to the workload), unless the moved job allows more
+ * epochs; a later transfer from a job where the size reached undoes it, and a size that ran
+ * in the moved job keeps what its own runs say. */
+static void test_transfer_carries_sizes_that_never_reached(void **state)
+{
+    (void)state;
+    struct bso_job old, moved;
+    start(&old);
+    set_reached(&old, 1, 3, 10, 100, 3);
+    set_reached(&old, 2, 3, 12, 60, 6);
+    set_missed(&old, 4, 2, 30, 7);
+    old.last_trial_number = 7;
+    start(&moved);
+    bso_policy_transfer(&moved, &old);
+    assert_int_equal(moved.stats[4].status, BSO_BS_FAILED);
+    assert_true(moved.stats[4].misses == 2);
+    assert_true(moved.stats[4].total_runs == 0 && moved.stats[4].runs == 0);
+    assert_int_equal(moved.stats[3].status, BSO_BS_UNTRIED); /* never ran there */
+    assert_int_equal(moved.stats[2].status, BSO_BS_UNTRIED); /* reached there: a prior */
+    assert_true(moved.stats[2].prior_epochs > 0);
+    /* Moved again, from a job where 256 reached: the failure goes with the old job. */
+    struct bso_job other;
+    start(&other);
+    set_reached(&other, 2, 3, 12, 60, 3);
+    set_reached(&other, 4, 2, 18, 30, 5);
+    bso_policy_transfer(&moved, &other);
+    assert_int_equal(moved.stats[4].status, BSO_BS_UNTRIED);
+    assert_true(moved.stats[4].misses == 0 && moved.stats[4].prior_epochs > 0);
+    bso_job_clear(&moved);
+    /* A job allowing more epochs than the old one may still reach there. */
+    start(&moved);
+    moved.spec.max_epochs = 40;
+    bso_policy_transfer(&moved, &old);
+    assert_int_equal(moved.stats[4].status, BSO_BS_UNTRIED);
+    assert_true(moved.stats[4].misses == 0);
+    bso_job_clear(&moved);
+    /* A size that ran here (stopped for its cost) keeps its own status. */
+    start(&moved);
+    moved.stats[4].status = BSO_BS_KILLED;
+    moved.stats[4].runs = moved.stats[4].total_runs = 1;
+    bso_policy_transfer(&moved, &old);
+    assert_int_equal(moved.stats[4].status, BSO_BS_KILLED);
+    assert_true(moved.stats[4].misses == 0);
+    bso_job_clear(&moved);
+    bso_job_clear(&other);
+    bso_job_clear(&old);
+}
+
+/* The search steps two octaves away from a size it passed on the other side (the search moved
+ * this way): 64 reached, 128 ran to max_epochs here, and the next probe is 16. A failure carried
+ * over from the job this one was transferred from was not passed by a search on this hardware:
+ * the search steps one octave, to 32 (a held-out workload moved to other hardware, whose old job
+ * had failed at 512, went from 256 straight past 128 to 64, which did not repay, and never
+ * tried the sizes below: docs/policy.md, "Moving a job to other hardware"). */
+static void test_a_failure_carried_over_was_not_passed_by_the_search(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start_with_cheaper_small_sizes(&job, 3);
+    set_missed(&job, 3, 1, 30, 4);
+    job.last_trial_number = 5;
+    int64_t got;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 16);
+    struct bso_bs_stat *s = &job.stats[3];
+    s->runs = s->total_runs = 0;
+    s->censored_epochs = s->epochs_sum = s->cost_sum = s->fail_mark = 0;
+    assert_int_equal(bso_policy_choose(&job, &got), 0);
+    assert_int_equal(got, 32);
+    bso_job_clear(&job);
+}
+
 /* A device profile of the new hardware (bso.probe) replaces the old hardware's relative costs,
  * whether it is posted after the transfer or before it: 128, dearer per epoch than 64 on the
  * old hardware, is far cheaper here, and the first run goes there; without the profile it
@@ -3230,6 +3303,8 @@ int main(void)
         cmocka_unit_test(test_window_size_bounds_memory),
         cmocka_unit_test(test_window_keeps_exactly_the_last_runs),
         cmocka_unit_test(test_transfer_gives_priors_not_facts),
+        cmocka_unit_test(test_transfer_carries_sizes_that_never_reached),
+        cmocka_unit_test(test_a_failure_carried_over_was_not_passed_by_the_search),
         cmocka_unit_test(test_transfer_yields_to_a_profile_of_the_new_hardware),
         cmocka_unit_test(test_transferred_job_bisects_when_expanding_does_not_pay),
         cmocka_unit_test(test_transferred_size_past_the_search_bounds_is_tried),

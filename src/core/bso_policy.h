@@ -226,9 +226,11 @@ void bso_policy_note_shortfall(struct bso_job *job, size_t i, double metric);
 /* Hands the per-size epochs that `from` learnt to `to`, a job of the same workload on other
  * hardware (BSO_POLICY_BSO, both): each size both jobs have that reached the target in `from`
  * gets its posterior mean epochs as a prior worth one run (bso_bs_stat.prior_epochs), in place
- * of any an earlier transfer gave; a size that reached in `to` keeps its own runs. Costs per
- * epoch, unfit and infeasible sizes are not carried over: they belong to the hardware. Returns
- * how many sizes got a prior. */
+ * of any an earlier transfer gave; a size that reached in `to` keeps its own runs. A size that
+ * never ran in `to` and whose runs in `from` all ran to max_epochs without reaching starts
+ * failed, with those misses (unless `to` allows more epochs). Costs per epoch, unfit and
+ * infeasible sizes are not carried over: they belong to the hardware. Returns how many sizes
+ * got a prior. */
 size_t bso_policy_transfer(struct bso_job *to, const struct bso_job *from);
 
 /* How the run that a decision stopped ended. */

@@ -114,13 +114,14 @@ static bool probe_gain(const struct bso_job *job, int c, double best_cost,
     return optimistic < best_cost && (isinf(best_cost) || *gain > 0);
 }
 
-/* Whether the search passed size k on its way to the best: k was tried and may not be tried
- * again, and did not run as a candidate for the best after the job changed (see
- * bso_policy_explore). */
+/* Whether the search passed size k on its way to the best: k was tried here and may not be
+ * tried again, and did not run as a candidate for the best after the job changed (see
+ * bso_policy_explore). A size that failed only in the job this one was transferred from
+ * (bso_policy_transfer) was not passed by a search on this hardware. */
 static bool searched_past(const struct bso_job *job, size_t k)
 {
     const struct bso_bs_stat *s = &job->stats[k];
-    return bso_policy_usable(job, k) && !bso_policy_open_size(job, k) &&
+    return s->total_runs > 0 && bso_policy_usable(job, k) && !bso_policy_open_size(job, k) &&
            !(s->change_mark > 0 && s->successes > 0) && !bso_policy_raised_alarm(job, k);
 }
 

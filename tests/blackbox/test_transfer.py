@@ -1,7 +1,8 @@
 """A job moving to other hardware: "transfer_from" at registration, POST /jobs/ID/transfer and
 `bso transfer OLD NEW` start the new job from the old one's per-size epochs (a prior worth one
-run), never from its costs per epoch or its unfit sizes; clear errors for bad input; where a job
-came from shows in GET /jobs/ID and `bso show`. Runs on SQLite and on PostgreSQL."""
+run) and the sizes that never reached there (failed), never from its costs per epoch or its
+unfit sizes; clear errors for bad input; where a job came from shows in GET /jobs/ID and
+`bso show`. Runs on SQLite and on PostgreSQL."""
 import os
 import subprocess
 import unittest
@@ -80,6 +81,35 @@ class Transfer(unittest.TestCase):
             s128 = next(s for s in new["batch_size_stats"] if s["batch_size"] == 128)
             self.assertIsNone(s128["prior_epochs"])  # joined the size's runs once it reached
             self.assertAlmostEqual(s128["cost_per_epoch"], 150 * 30, places=3)
+
+    def test_a_size_that_never_reached_there_starts_failed(self):
+        # 256 needs more epochs than max_epochs (20) allows, on any hardware: the old job ran
+        # it to max_epochs (it is the cheapest per epoch by far) and it never reached.
+        epochs = {**EPOCHS, 256: 26}
+        per_epoch = {**PER_EPOCH, 256: 20}
+        with Server() as srv:
+            self.assertEqual(srv.register(spec("tr-f-old", "V100", max_epochs=20))[0], 201)
+            for _ in range(15):
+                srv.recur("tr-f-old", epochs, per_epoch, max_epochs=20)
+            old = {s["batch_size"]: s for s in
+                   srv.request("GET", "/jobs/tr-f-old")[1]["batch_size_stats"]}
+            self.assertEqual((old[256]["status"], old[256]["successes"]), ("failed", 0))
+            self.assertGreaterEqual(old[256]["misses"], 1)
+            status, body = srv.register(spec("tr-f-new", "A100", max_epochs=20,
+                                             transfer_from="tr-f-old"))
+            self.assertEqual(status, 201, body)
+            new = {s["batch_size"]: s for s in
+                   srv.request("GET", "/jobs/tr-f-new")[1]["batch_size_stats"]}
+            # Failed with the old job's misses, though nothing ran here; the others untried.
+            self.assertEqual((new[256]["status"], new[256]["runs"], new[256]["misses"]),
+                             ("failed", 0, old[256]["misses"]))
+            self.assertEqual({s["status"] for bs, s in new.items() if bs != 256}, {"untried"})
+            # A job that allows more epochs than the old one may still reach there.
+            self.assertEqual(srv.register(spec("tr-f-long", "A100", max_epochs=40,
+                                               transfer_from="tr-f-old"))[0], 201)
+            longer = {s["batch_size"]: s for s in
+                      srv.request("GET", "/jobs/tr-f-long")[1]["batch_size_stats"]}
+            self.assertEqual((longer[256]["status"], longer[256]["misses"]), ("untried", 0))
 
     def test_transfer_endpoint_and_cli(self):
         with Server() as srv:
