@@ -2947,8 +2947,8 @@ static void test_transfer_gives_priors_not_facts(void **state)
 
 /* Sizes whose runs in the old job all ran to max_epochs without reaching start failed in the
  * moved job, with their misses (epochs belong to the workload), unless the moved job allows more
- * epochs; a later transfer from a job where the size reached undoes it, and a size that ran
- * in the moved job keeps what its own runs say. */
+ * epochs or the old job reached nowhere; a later transfer from a job where the size reached
+ * undoes it, and a size that ran in the moved job keeps what its own runs say. */
 static void test_transfer_carries_sizes_that_never_reached(void **state)
 {
     (void)state;
@@ -2982,6 +2982,17 @@ static void test_transfer_carries_sizes_that_never_reached(void **state)
     assert_int_equal(moved.stats[4].status, BSO_BS_UNTRIED);
     assert_true(moved.stats[4].misses == 0);
     bso_job_clear(&moved);
+    /* From a job that reached nowhere, nothing comes over: the moved job starts afresh. */
+    struct bso_job lost;
+    start(&lost);
+    set_missed(&lost, 2, 1, 30, 2);
+    set_missed(&lost, 4, 1, 30, 3);
+    start(&moved);
+    assert_int_equal(bso_policy_transfer(&moved, &lost), 0);
+    assert_int_equal(moved.stats[4].status, BSO_BS_UNTRIED);
+    assert_int_equal(moved.stats[2].status, BSO_BS_UNTRIED);
+    bso_job_clear(&moved);
+    bso_job_clear(&lost);
     /* A size that ran here (stopped for its cost) keeps its own status. */
     start(&moved);
     moved.stats[4].status = BSO_BS_KILLED;

@@ -80,6 +80,13 @@ function summarize(job, trials) {
   return out;
 }
 
+/* Whether size bs starts failed because it never reached in the job this one was transferred
+ * from, and has not run here since: its status says what the old job found. */
+function failedBeforeTransfer(job, bs) {
+  const stat = (job.batch_size_stats || []).find(s => s.batch_size === bs);
+  return !!(job.transferred_from && stat && stat.status === 'failed' && stat.runs === 0);
+}
+
 /* Each size's status: what the policy says of it. */
 function sizeStatus(job, bs) {
   if ((job.unfit_batch_sizes || []).includes(bs)) return 'unfit';
@@ -280,7 +287,11 @@ function jobView(job, trials) {
     ...['Batch size', 'Status', 'Runs', 'Converged', 'Mean cost (converged)', 'Spread (sd)', 'Posterior 95%'].map(h => el('th', { text: h })))),
     el('tbody', {}, ...sizes.map(bs => {
       const s = sum.sizes[bs], st = sizeStatus(job, bs), p = posterior(job, bs);
-      return el('tr', {}, el('td', { class: 'num', text: String(bs) }), el('td', {}, el('span', { class: 'tag ' + st, text: st })),
+      const status = failedBeforeTransfer(job, bs)
+        ? el('span', { class: 'tag ' + st + ' carried', text: st + ' (in ' + job.transferred_from.job_id + ')',
+                       title: 'It never reached in ' + job.transferred_from.job_id + ', its runs there running out of epochs; not run here yet.' })
+        : el('span', { class: 'tag ' + st, text: st });
+      return el('tr', {}, el('td', { class: 'num', text: String(bs) }), el('td', {}, status),
         el('td', { class: 'num', text: String(s.all) }), el('td', { class: 'num', text: String(s.converged.length) }),
         el('td', { class: 'num', text: s.costs.length ? fmt(mean(s.costs)) : '–' }),
         el('td', { class: 'num', text: s.costs.length > 1 ? fmt(sd(s.costs)) : '–' }),

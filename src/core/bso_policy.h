@@ -228,9 +228,9 @@ void bso_policy_note_shortfall(struct bso_job *job, size_t i, double metric);
  * gets its posterior mean epochs as a prior worth one run (bso_bs_stat.prior_epochs), in place
  * of any an earlier transfer gave; a size that reached in `to` keeps its own runs. A size that
  * never ran in `to` and whose runs in `from` all ran to max_epochs without reaching starts
- * failed, with those misses (unless `to` allows more epochs). Costs per epoch, unfit and
- * infeasible sizes are not carried over: they belong to the hardware. Returns how many sizes
- * got a prior. */
+ * failed, with those misses (unless `to` allows more epochs, or no size got a prior). Costs per
+ * epoch, unfit and infeasible sizes are not carried over: they belong to the hardware. Returns how
+ * many sizes got a prior. */
 size_t bso_policy_transfer(struct bso_job *to, const struct bso_job *from);
 
 /* How the run that a decision stopped ended. */

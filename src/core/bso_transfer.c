@@ -33,20 +33,23 @@ static double old_epochs(const struct bso_job *from, const double *mean_log, dou
     return exp(y) > censored + 1 || censored == 0 ? exp(y) : censored + 1;
 }
 
-/* Size i of `to`, size k of `from`: where i never ran here, it starts as the old job left it
- * when no run there ever reached and its runs ran to max_epochs (failed, with its misses), so
- * that the search is bounded there and re-runs it only as it would its own failed edge (when
- * its misses may have been bad luck and the saving here repays: bso_search.c,
- * failed_edge_to_run_again), else untried. Epochs belong to the workload, so a run that needed
- * more than max_epochs there would here too, unless this job allows more epochs. */
-static void carry_failure(struct bso_job *to, size_t i, const struct bso_job *from, int k)
+/* Size i of `to`, size k of `from` (-1: none), where `learnt`: `from` gave `to` epochs at some
+ * size. Where i never ran here, it starts as the old job left it when no run there ever reached
+ * and its runs ran to max_epochs (failed, with its misses), so that the search is bounded there
+ * and re-runs it only as it would its own failed edge (when its misses may have been bad luck
+ * and the saving here repays: bso_search.c, failed_edge_to_run_again), else untried. Epochs
+ * belong to the workload, so a run that needed more than max_epochs there would here too,
+ * unless this job allows more epochs. */
+static void carry_failure(struct bso_job *to, size_t i, const struct bso_job *from, int k,
+                          bool learnt)
 {
     struct bso_bs_stat *s = &to->stats[i];
     if (s->total_runs > 0 || (s->status != BSO_BS_UNTRIED && s->status != BSO_BS_FAILED))
         return;
     const struct bso_bs_stat *o = k >= 0 ? &from->stats[k] : NULL;
-    const bool failed_there = o && o->total_successes == 0 && o->status == BSO_BS_FAILED &&
-                              o->misses > 0 && to->spec.max_epochs <= from->spec.max_epochs;
+    const bool failed_there = learnt && o && o->total_successes == 0 &&
+                              o->status == BSO_BS_FAILED && o->misses > 0 &&
+                              to->spec.max_epochs <= from->spec.max_epochs;
     s->status = failed_there ? BSO_BS_FAILED : BSO_BS_UNTRIED;
     s->misses = failed_there ? o->misses : 0;
 }
@@ -72,8 +75,11 @@ size_t bso_policy_transfer(struct bso_job *to, const struct bso_job *from)
         /* The old job's epochs replace what an earlier transfer gave (this job's own runs stay). */
         const double e = old_epochs(from, mean_log, b);
         s->prior_epochs = e > 0 && s->successes == 0 ? e : 0;
-        carry_failure(to, i, from, k);
         n += s->prior_epochs > 0;
     }
+    /* From a job that has learnt no epochs this one can use, nothing comes over: it starts
+     * afresh (as `bso transfer` says), its failures with the rest. */
+    for (size_t i = 0; i < to->spec.n_batch_sizes; i++)
+        carry_failure(to, i, from, bso_job_spec_index(&from->spec, to->spec.batch_sizes[i]), n > 0);
     return n;
 }

@@ -96,6 +96,13 @@ class Dashboard(unittest.TestCase):
             t = cls.get("/jobs/batch_size?job_id=diverged-demo")
             cls.report_run(t, "diverged-demo", size_reaches.get(t["batch_size"], 99),
                     100.0 if t["batch_size"] == 64 else 50.0, 20)
+        # The same job moved to other hardware (transfer_from): 128, which ran out of epochs
+        # there and never reached, starts failed here, and the size table says where.
+        spec = dict(spec, job_id="moved-demo", job_id_prefix="moved", gpu_model="H100",
+                    transfer_from="diverged-demo")
+        cls.call("POST", "/jobs", spec)
+        t = cls.get("/jobs/batch_size?job_id=moved-demo")
+        assert cls.report_run(t, "moved-demo", 5, 40.0, 20)["converged"]
         # A bso job whose target no size reaches within its max_epochs (3): after both sizes
         # failed, its page warns that the target is out of reach, and that the job, which never
         # trained, starts another pass over its sizes at the next request.
@@ -136,6 +143,9 @@ class Dashboard(unittest.TestCase):
                              "default_batch_size": job["spec"]["default_batch_size"],
                              "power_profiles": len(job["power_profiles"]),
                              "origin": (job["transferred_from"] or {}).get("job_id"),
+                             "carried": sum(1 for b in job.get("batch_size_stats", [])
+                                            if job["transferred_from"] and b["runs"] == 0
+                                            and b["status"] == "failed"),
                              "diverged": sum(1 for b in job.get("batch_size_stats", [])
                                              if b["diverged"]),
                              "out_of_reach": job.get("target_out_of_reach") is not None,
@@ -153,7 +163,8 @@ class Dashboard(unittest.TestCase):
                                  cls.get("/jobs/%s/trials" % j["job_id"])["trials"]
                                  if t["progress"]][-5:])})
         assert any(j["power_profiles"] for j in cls.jobs), "no job profiled power limits"
-        assert sum(1 for j in cls.jobs if j["origin"]) == 1
+        assert sum(1 for j in cls.jobs if j["origin"]) == 2
+        assert [j["carried"] for j in cls.jobs if j["job_id"] == "moved-demo"] == [1]
         assert [j["diverged"] for j in cls.jobs if j["job_id"] == "diverged-demo"] == [1]
         assert [j["job_id"] for j in cls.jobs if j["out_of_reach"]] == ["unreachable-demo"]
         assert [(j["job_id"], j["next_pass_after"]) for j in cls.jobs if j["out_of_reach"]] == [
@@ -204,7 +215,7 @@ class Dashboard(unittest.TestCase):
             if REQUIRED:
                 self.fail("chromium or playwright-core is missing (%s, %s)" % (CHROMIUM, MODULES))
             self.skipTest("no chromium or playwright-core here")
-        self.assertEqual(len(self.jobs), 11)
+        self.assertEqual(len(self.jobs), 12)
         self.assertEqual([j["progress_points"] for j in self.jobs if j["progress_points"]], [7])
         out_dir = os.environ.get("BSO_UI_ARTIFACTS") or tempfile.mkdtemp(prefix="bso-ui-")
         os.makedirs(out_dir, exist_ok=True)
