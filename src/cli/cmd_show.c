@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 /* The bso policy's view of each batch size, and the best so far. */
 /* `declared`: the user said the job changed, which is why its sizes are close to the alarm. */
@@ -175,11 +176,23 @@ int cmd_show(struct ctx *c)
         printf("\n");
     }
     json_t *origin = json_object_get(job, "transferred_from");
-    if (json_is_object(origin))
+    if (json_is_object(origin)) {
         printf("transferred from %s (epochs of %" PRId64 " batch sizes, %s)\n",
                cli_str(origin, "job_id"),
                (int64_t)json_integer_value(json_object_get(origin, "batch_sizes")),
                cli_str(origin, "at"));
+        /* Sizes failed with no run here: their runs there ran out of epochs (bso transfer). */
+        int64_t carried = 0;
+        json_t *st;
+        size_t k;
+        json_array_foreach(json_object_get(job, "batch_size_stats"), k, st) carried +=
+            strcmp(cli_str(st, "status"), "failed") == 0 &&
+            json_integer_value(json_object_get(st, "runs")) == 0;
+        if (carried > 0)
+            printf("%" PRId64 " batch size%s failed with 0 runs: never reached in %s, its runs "
+                   "there running out of epochs\n",
+                   carried, carried == 1 ? "" : "s", cli_str(origin, "job_id"));
+    }
     json_t *changed = json_object_get(job, "change_detected_at_trial");
     if (json_is_integer(changed))
         printf("the job changed: found at trial %" PRId64

@@ -104,6 +104,10 @@ class Transfer(unittest.TestCase):
             self.assertEqual((new[256]["status"], new[256]["runs"], new[256]["misses"]),
                              ("failed", 0, old[256]["misses"]))
             self.assertEqual({s["status"] for bs, s in new.items() if bs != 256}, {"untried"})
+            out = subprocess.run([CLI, "--server", "http://127.0.0.1:%d" % srv.port, "show",
+                                  "tr-f-new"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertIn("1 batch size failed with 0 runs: never reached in tr-f-old", out.stdout)
             # A job that allows more epochs than the old one may still reach there.
             self.assertEqual(srv.register(spec("tr-f-long", "A100", max_epochs=40,
                                                transfer_from="tr-f-old"))[0], 201)
