@@ -185,9 +185,11 @@ int cmd_show(struct ctx *c)
         int64_t carried = 0;
         json_t *st;
         size_t k;
-        json_array_foreach(json_object_get(job, "batch_size_stats"), k, st) carried +=
-            strcmp(cli_str(st, "status"), "failed") == 0 &&
-            json_integer_value(json_object_get(st, "runs")) == 0;
+        json_array_foreach(json_object_get(job, "batch_size_stats"), k, st)
+        {
+            carried += strcmp(cli_str(st, "status"), "failed") == 0 &&
+                       json_integer_value(json_object_get(st, "runs")) == 0;
+        }
         if (carried > 0)
             printf("%" PRId64 " batch size%s failed with 0 runs: never reached in %s, its runs "
                    "there running out of epochs\n",

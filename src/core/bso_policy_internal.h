@@ -214,8 +214,8 @@ double bso_policy_unlucky_chance(const struct bso_job *job, size_t i);
 /* Whether no size above i ever reached the target (in the job's whole life). */
 bool bso_policy_above_every_reached(const struct bso_job *job, size_t i);
 /* The epochs a run at size i needs if its misses were bad luck: its central estimate
- * (bso_policy_epochs_estimate), within max_epochs; times its cost per epoch, what such a run
- * costs. */
+ * (bso_policy_epochs_estimate), within max_epochs. Callers multiply by the cost per epoch they
+ * already have for what such a run costs. */
 double bso_policy_unlucky_epochs(const struct bso_job *job, size_t i);
 /* The size a recurrence still looking for a model turns to when every size that reached the
  * target failed in it (or the job changed and none has reached since); -1 when nothing can
