@@ -103,6 +103,12 @@ class Client:
         Returns the job as GET /jobs/ID answers it."""
         return self.post("/jobs/%s/changed" % job_id)
 
+    def transfer(self, job_id: str, from_job: str) -> Any:
+        """Starts job `job_id` (the same workload on other hardware) from what job `from_job`
+        learnt of each batch size's epochs: POST /jobs/ID/transfer, as `bso transfer FROM ID`.
+        Returns the job as GET /jobs/ID answers it."""
+        return self.post("/jobs/%s/transfer" % job_id, {"from": from_job})
+
     def post(self, path: str, body: Any = None) -> Any:
         text = json.dumps(body).encode() if body is not None else None
         self._check(N.lib.bso_client_post(self._c, path.encode(), text))

@@ -250,6 +250,16 @@ class PythonClient(unittest.TestCase):
             bso.BatchSizeOptimizer(ScriptedMonitor(), self.url,
                                    spec(job_id="test-other", transfer_from="test-nope"))
         self.assertIn("Unknown job(test-nope)", str(e.exception))
+        # A job registered on its own takes the same epochs later through Client.transfer.
+        bso.BatchSizeOptimizer(ScriptedMonitor(), self.url, spec(policy="bso", job_id="test-late"))
+        client = bso.Client(self.url)
+        job = client.transfer("test-late", "test-client")
+        self.assertEqual(job["transferred_from"]["job_id"], "test-client")
+        prior = {s["batch_size"]: s["prior_epochs"] for s in job["batch_size_stats"]}
+        self.assertAlmostEqual(prior[1024], 3, delta=0.5)
+        with self.assertRaises(bso.BSORuntimeError) as e:
+            client.transfer("test-late", "test-late")
+        self.assertIn("itself", str(e.exception))
 
     def test_declare_change(self):
         """BatchSizeOptimizer.declare_change() says that the job changed (POST
