@@ -1102,6 +1102,54 @@ static void test_best_size_run_is_allowed_its_own_noise_past_beta(void **state)
     }
 }
 
+/* Beta's bound is set by the size whose model costs least, counting the runs that missed: 64
+ * reached twice at 10 epochs (1000) but missed eight times (a model there costs about 14600:
+ * each run reaches with chance 2.5 / 11), 32 reached in all its eight runs at 8 epochs (1200).
+ * Held to twice 64's 1000, a run at 32 that needs 15 epochs (2250) was stopped at its 14th
+ * (held-out set 888's syn4: the runs of the size that reached four in five were stopped just
+ * short of the target by a size that reached one in five); held to twice 32's own 1200, it
+ * reaches. A run at 32 that never reaches is stopped by that bound, and says so. Where 64
+ * never missed, its 1000 sets the bound again. */
+static void test_beta_bound_is_set_by_the_cheapest_model(void **state)
+{
+    (void)state;
+    for (int64_t reach = 15; reach >= 0; reach -= 15) {
+        struct bso_job job;
+        start_all(&job, BSO_BS_INFEASIBLE);
+        job.spec.max_epochs = 40;
+        set_reached(&job, 1, 8, 8, 150, 10);
+        set_reached(&job, 2, 2, 10, 100, 6);
+        job.stats[2].misses = 8;
+        job.stats[2].total_runs = job.stats[2].runs = 10;
+        job.stats[2].fail_mark = 9;
+        job.last_trial_number = 10;
+        struct bso_trial t = predict_ok(&job);
+        assert_int_equal(t.batch_size, 32);
+        struct bso_decision d;
+        const int64_t stopped = run(&job, &t, 150, reach, &d);
+        assert_int_equal(d.converged, reach > 0);
+        if (reach > 0) {
+            assert_int_equal(stopped, 15);
+        } else {
+            assert_non_null(strstr(d.message, "beta_knob(2) times the best expected cost (1200)"));
+            assert_true(stopped >= 17);
+        }
+        bso_job_clear(&job);
+    }
+    struct bso_job job;
+    start_all(&job, BSO_BS_INFEASIBLE);
+    job.spec.max_epochs = 40;
+    set_reached(&job, 1, 8, 8, 150, 10);
+    set_reached(&job, 2, 2, 10, 100, 6);
+    job.last_trial_number = 10;
+    struct bso_report r = {.time = 150.0 * 14 / 500, .metric = 0.1, .current_epoch = 14};
+    struct bso_decision d = {.cost = 150.0 * 14};
+    bso_policy_decide(&job, 1, &r, false, &d);
+    assert_true(d.stop_train);
+    assert_non_null(strstr(d.message, "beta_knob(2) times the best expected cost (1000)"));
+    bso_job_clear(&job);
+}
+
 /* A run at size i, as trial `trial`, that ran `epochs` epochs at `per` and ended as `end`. */
 static void observe_at(struct bso_job *job, size_t i, double trial, int64_t epochs, double per,
                        enum bso_run_end end)
@@ -3236,6 +3284,7 @@ int main(void)
         cmocka_unit_test(test_transferred_size_is_rechecked_not_prejudged),
         cmocka_unit_test(test_exploring_run_stopped_at_beta),
         cmocka_unit_test(test_best_size_run_is_allowed_its_own_noise_past_beta),
+        cmocka_unit_test(test_beta_bound_is_set_by_the_cheapest_model),
         cmocka_unit_test(test_epochs_posterior_shrinks_toward_the_curve),
         cmocka_unit_test(test_profile_scales_estimates),
         cmocka_unit_test(test_cost_per_epoch_between_sizes_by_its_parts),
