@@ -1108,7 +1108,8 @@ static void test_best_size_run_is_allowed_its_own_noise_past_beta(void **state)
  * Held to twice 64's 1000, a run at 32 that needs 15 epochs (2250) was stopped at its 14th
  * (held-out set 888's syn4: the runs of the size that reached four in five were stopped just
  * short of the target by a size that reached one in five); held to twice 32's own 1200, it
- * reaches. A run at 32 that never reaches is stopped by that bound, and says so. Where 64
+ * reaches. A run at 32 that never reaches is stopped by that bound, and says so; Thompson
+ * sampling weighs a failed run at 64 at that bound too (2400, not max_epochs' 4000). Where 64
  * never missed, its 1000 sets the bound again. */
 static void test_beta_bound_is_set_by_the_cheapest_model(void **state)
 {
@@ -1125,6 +1126,10 @@ static void test_beta_bound_is_set_by_the_cheapest_model(void **state)
         job.last_trial_number = 10;
         struct bso_trial t = predict_ok(&job);
         assert_int_equal(t.batch_size, 32);
+        const int g = bso_policy_best_good(&job, true);
+        assert_int_equal(g, 2);
+        assert_float_equal(bso_policy_failed_run_cost(&job, 2, g), 2400, 1e-6);
+        assert_float_equal(bso_policy_failed_run_cost(&job, 2, -1), 4000, 1e-6);
         struct bso_decision d;
         const int64_t stopped = run(&job, &t, 150, reach, &d);
         assert_int_equal(d.converged, reach > 0);
@@ -1147,6 +1152,7 @@ static void test_beta_bound_is_set_by_the_cheapest_model(void **state)
     bso_policy_decide(&job, 1, &r, false, &d);
     assert_true(d.stop_train);
     assert_non_null(strstr(d.message, "beta_knob(2) times the best expected cost (1000)"));
+    assert_float_equal(bso_policy_failed_run_cost(&job, 1, 2), 2000, 1e-6);
     bso_job_clear(&job);
 }
 

@@ -45,14 +45,12 @@ static double cost_of_a_model(const struct bso_job *job, size_t i)
     return cost + (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
 }
 
-/* The size beta's bound is set by: of those that reached since the job last changed (and have
- * not failed in this recurrence), the one whose model costs least (cost_of_a_model), or -1.
- * Not the one of least expected cost, which counts only the runs that reached: a size that
- * reaches one run in five, cheap when it does, would hold every other size's runs to twice that
- * and stop runs of a size that reaches four in five just short of the target (held-out set
- * 888's syn4 on g1: 8 reaches at 36 epochs one run in five, 4 at 26-42 four in five; runs at 4
- * that needed 42 were stopped at 39, and the recurrence went on at 8, which missed). */
-static int bound_size(const struct bso_job *job)
+/* By cost_of_a_model, not by expected cost, which counts only the runs that reached: a size
+ * that reaches one run in five, cheap when it does, would hold every other size's runs to twice
+ * that and stop runs of a size that reaches four in five just short of the target (held-out
+ * set 888's syn4 on g1: 8 reaches at 36 epochs one run in five, 4 at 26-42 four in five; runs
+ * at 4 that needed 42 were stopped at 39, and the recurrence went on at 8, which missed). */
+int bso_policy_bound_size(const struct bso_job *job)
 {
     int best = -1;
     double best_cost = INFINITY;
@@ -299,12 +297,13 @@ static void decide(struct bso_job *job, size_t i, const struct bso_report *rep, 
                                  ? out->cost / (double)rep->current_epoch / bso_bs_cost_per_epoch(s)
                                  : 1;
         const double moved = shift > BSO_PER_EPOCH_SHIFT ? shift : 1;
-        /* Beta times the expected cost of the size whose model costs least (bound_size). A run
-         * at that size itself is held to beta times its own expected cost, which its own
-         * run-to-run noise may pass: the bound allows that noise (bso_policy_noise_margin),
-         * so that a run whose epochs doubled (the job changed) reaches and shows by how much,
-         * instead of being stopped just short of it and leaving its size unmeasured. */
-        const int b = bound_size(job);
+        /* Beta times the expected cost of the size whose model costs least
+         * (bso_policy_bound_size). A run at that size itself is held to beta times its own
+         * expected cost, which its own run-to-run noise may pass: the bound allows that noise
+         * (bso_policy_noise_margin), so that a run whose epochs doubled (the job changed)
+         * reaches and shows by how much, instead of being stopped just short of it and leaving
+         * its size unmeasured. */
+        const int b = bso_policy_bound_size(job);
         const double own_noise = (int)i == b ? bso_policy_noise_margin(job, s->successes) : 1;
         const double bound = bso_bs_expected_cost(&job->stats[b]);
         if (job->spec.has_beta_knob &&

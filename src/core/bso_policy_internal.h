@@ -151,6 +151,10 @@ int bso_policy_thompson(struct bso_job *job);
 /* The index of the size with the lowest expected cost among those that reached the target
  * (since the job last changed, when fresh_only) and did not just fail, or -1. */
 int bso_policy_best_good(const struct bso_job *job, bool fresh_only);
+/* The size beta's bound is set by: of those that reached since the job last changed and did
+ * not just fail, the one whose model costs least, counting the runs that missed (-1 where
+ * none is; one is wherever bso_policy_best_good(job, true) finds one). */
+int bso_policy_bound_size(const struct bso_job *job);
 
 /* bso_first_search.c: before any size reached the target (the job never trained), the index
  * of the size to run next: the default d, then smaller sizes (they need fewer epochs), then
@@ -172,7 +176,9 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost);
 
 /* bso_thompson.c */
 /* What a run at size i that does not reach is expected to cost: max_epochs of it, or less
- * where the beta bound (beta times the cost of g, the best since the change) stops it first. */
+ * where the beta bound (beta times the expected cost of bso_policy_bound_size) stops it first;
+ * g: the best since the change (bso_policy_best_good), -1 where none is and nothing bounds a
+ * run but max_epochs. */
 double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g);
 
 /* bso_rescue.c: never stuck without a model. */

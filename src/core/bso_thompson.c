@@ -13,9 +13,10 @@
 double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g)
 {
     const double to_max = (double)job->spec.max_epochs * bso_bs_cost_per_epoch(&job->stats[i]);
-    if (!job->spec.has_beta_knob || g < 0)
+    const int b = g < 0 ? -1 : bso_policy_bound_size(job);
+    if (!job->spec.has_beta_knob || b < 0)
         return to_max;
-    const double bound = job->spec.beta_knob * bso_bs_expected_cost(&job->stats[g]);
+    const double bound = job->spec.beta_knob * bso_bs_expected_cost(&job->stats[b]);
     return bound < to_max ? bound : to_max;
 }
 
