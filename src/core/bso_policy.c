@@ -15,12 +15,19 @@
  * it has run: what stopping it weighs against a fresh run of the best (bso_policy_decide). */
 #define OVERDUE 0.25
 
+/* Whether size i may be the best: it reached the target (since the job last changed, when
+ * fresh_only), may run, and did not just fail. */
+static bool may_be_best(const struct bso_job *job, size_t i, bool fresh_only)
+{
+    return job->stats[i].successes > 0 && bso_policy_usable(job, i) && !bso_policy_struck(job, i) &&
+           (!fresh_only || bso_policy_fresh(job, i));
+}
+
 int bso_policy_best_good(const struct bso_job *job, bool fresh_only)
 {
     int best = -1;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
-        if (job->stats[i].successes > 0 && bso_policy_usable(job, i) &&
-            !bso_policy_struck(job, i) && (!fresh_only || bso_policy_fresh(job, i)) &&
+        if (may_be_best(job, i, fresh_only) &&
             (best < 0 ||
              bso_bs_expected_cost(&job->stats[i]) < bso_bs_expected_cost(&job->stats[best])))
             best = (int)i;
@@ -55,8 +62,7 @@ int bso_policy_bound_size(const struct bso_job *job)
     int best = -1;
     double best_cost = INFINITY;
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        if (job->stats[i].successes == 0 || !bso_policy_usable(job, i) ||
-            bso_policy_struck(job, i) || !bso_policy_fresh(job, i))
+        if (!may_be_best(job, i, true))
             continue;
         const double cost = cost_of_a_model(job, i);
         if (best < 0 || cost < best_cost) {
