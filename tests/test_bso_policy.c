@@ -1126,9 +1126,10 @@ static void test_beta_bound_is_set_by_the_cheapest_model(void **state)
         job.last_trial_number = 10;
         struct bso_trial t = predict_ok(&job);
         assert_int_equal(t.batch_size, 32);
-        const int g = bso_policy_best_good(&job, true);
-        assert_int_equal(g, 2);
-        assert_float_equal(bso_policy_failed_run_cost(&job, 2, g), 2400, 1e-6);
+        assert_int_equal(bso_policy_best_good(&job, true), 2);
+        const int b = bso_policy_bound_size(&job);
+        assert_int_equal(b, 1);
+        assert_float_equal(bso_policy_failed_run_cost(&job, 2, b), 2400, 1e-6);
         assert_float_equal(bso_policy_failed_run_cost(&job, 2, -1), 4000, 1e-6);
         struct bso_decision d;
         const int64_t stopped = run(&job, &t, 150, reach, &d);
@@ -1152,6 +1153,7 @@ static void test_beta_bound_is_set_by_the_cheapest_model(void **state)
     bso_policy_decide(&job, 1, &r, false, &d);
     assert_true(d.stop_train);
     assert_non_null(strstr(d.message, "beta_knob(2) times the best expected cost (1000)"));
+    assert_int_equal(bso_policy_bound_size(&job), 2);
     assert_float_equal(bso_policy_failed_run_cost(&job, 1, 2), 2000, 1e-6);
     bso_job_clear(&job);
 }

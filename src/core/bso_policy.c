@@ -236,8 +236,9 @@ static void decide(struct bso_job *job, size_t i, const struct bso_report *rep, 
              * model). Only here: a run that passed this and then overruns its estimate is
              * likelier hit by the change too, and the stop below bounds what it wastes (the
              * same charge there cost the held-out workloads: docs/policy.md). */
-            const double to_beat = best + bso_policy_failing_evidence(job) *
-                                              bso_policy_failed_run_cost(job, (size_t)g, g);
+            const double to_beat =
+                best + bso_policy_failing_evidence(job) *
+                           bso_policy_failed_run_cost(job, (size_t)g, bso_policy_bound_size(job));
             const double total =
                 bso_policy_judged_epochs(job, i) *
                 (s->runs == 0 ? bso_policy_steady_cost(job, out->cost) : out->cost);
@@ -304,21 +305,23 @@ static void decide(struct bso_job *job, size_t i, const struct bso_report *rep, 
                                  : 1;
         const double moved = shift > BSO_PER_EPOCH_SHIFT ? shift : 1;
         /* Beta times the expected cost of the size whose model costs least
-         * (bso_policy_bound_size). A run at that size itself is held to beta times its own
-         * expected cost, which its own run-to-run noise may pass: the bound allows that noise
-         * (bso_policy_noise_margin), so that a run whose epochs doubled (the job changed)
-         * reaches and shows by how much, instead of being stopped just short of it and leaving
-         * its size unmeasured. */
-        const int b = bso_policy_bound_size(job);
-        const double own_noise = (int)i == b ? bso_policy_noise_margin(job, s->successes) : 1;
-        const double bound = bso_bs_expected_cost(&job->stats[b]);
-        if (job->spec.has_beta_knob &&
-            out->cost > job->spec.beta_knob * bound * moved * own_noise) {
-            snprintf(out->message, sizeof out->message,
-                     "Batch Size(%lld) exceeded the cost upper bound: beta_knob(%g) times the "
-                     "best expected cost (%.6g)",
-                     (long long)job->spec.batch_sizes[i], job->spec.beta_knob, bound);
-            return;
+         * (bso_policy_bound_size), which is never below the best's: a run within beta times the
+         * best's cost is within the bound, and the size is looked up only past that. A run at
+         * that size itself is held to beta times its own expected cost, which its own
+         * run-to-run noise may pass: the bound allows that noise (bso_policy_noise_margin), so
+         * that a run whose epochs doubled (the job changed) reaches and shows by how much,
+         * instead of being stopped just short of it and leaving its size unmeasured. */
+        if (job->spec.has_beta_knob && out->cost > job->spec.beta_knob * best * moved) {
+            const int b = bso_policy_bound_size(job); /* one wherever g is one */
+            const double own_noise = (int)i == b ? bso_policy_noise_margin(job, s->successes) : 1;
+            const double bound = bso_bs_expected_cost(&job->stats[b]);
+            if (out->cost > job->spec.beta_knob * bound * moved * own_noise) {
+                snprintf(out->message, sizeof out->message,
+                         "Batch Size(%lld) exceeded the cost upper bound: beta_knob(%g) times "
+                         "the best expected cost (%.6g)",
+                         (long long)job->spec.batch_sizes[i], job->spec.beta_knob, bound);
+                return;
+            }
         }
     }
     out->stop_train = false;

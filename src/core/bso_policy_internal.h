@@ -176,10 +176,9 @@ int bso_policy_explore(const struct bso_job *job, int g, double best_cost);
 
 /* bso_thompson.c */
 /* What a run at size i that does not reach is expected to cost: max_epochs of it, or less
- * where the beta bound (beta times the expected cost of bso_policy_bound_size) stops it first;
- * g: the best since the change (bso_policy_best_good), -1 where none is and nothing bounds a
- * run but max_epochs. */
-double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g);
+ * where the beta bound (beta times the expected cost of size b, bso_policy_bound_size) stops it
+ * first; b -1 where no size sets a bound. */
+double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int b);
 
 /* bso_rescue.c: never stuck without a model. */
 /* The job's last success: the last trial at which any size reached the target (0: none). */

@@ -10,10 +10,9 @@
 #include "core/job.h"
 #include "core/rng.h"
 
-double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int g)
+double bso_policy_failed_run_cost(const struct bso_job *job, size_t i, int b)
 {
     const double to_max = (double)job->spec.max_epochs * bso_bs_cost_per_epoch(&job->stats[i]);
-    const int b = g < 0 ? -1 : bso_policy_bound_size(job);
     if (!job->spec.has_beta_knob || b < 0)
         return to_max;
     const double bound = job->spec.beta_knob * bso_bs_expected_cost(&job->stats[b]);
@@ -64,6 +63,14 @@ static int fresh_best(const struct bso_job *job, int *known)
     return *known;
 }
 
+/* The size beta's bound is set by (bso_policy_bound_size), looked up likewise. */
+static int bound_size(const struct bso_job *job, int *known)
+{
+    if (*known == -2)
+        *known = bso_policy_bound_size(job);
+    return *known;
+}
+
 /* Thompson sampling over the sizes that reached the target (but those that just failed): each
  * draws its epochs from the posterior (bso_posterior.c), times its cost per
  * epoch; the lowest draw wins, but not a stale size past a rise in cost (past_a_rise). -1 when
@@ -76,7 +83,8 @@ int bso_policy_thompson(struct bso_job *job)
     const double change = (double)bso_policy_change_trial(job);
     struct bso_spread spread;
     bso_policy_spread(job, &spread);
-    int f = -2; /* the best since the change, once a failed size or a stale one needs it */
+    int f = -2; /* the best since the change, once a stale size needs it */
+    int b = -2; /* the size beta's bound is set by, once a failed size or a stale one needs it */
     for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
         draws[i] = NAN;
         if (job->stats[i].successes == 0 || !bso_policy_usable(job, i) || bso_policy_struck(job, i))
@@ -97,7 +105,7 @@ int bso_policy_thompson(struct bso_job *job)
         const double failing = s->fail_mark > s->success_mark ? 1.5 / (s->successes + 2) : 0;
         if (missing > 0 || failing > 0)
             draw +=
-                fmax(missing, failing) * bso_policy_failed_run_cost(job, i, fresh_best(job, &f));
+                fmax(missing, failing) * bso_policy_failed_run_cost(job, i, bound_size(job, &b));
         /* Failures in this recurrence that spread toward it may reach it too. */
         draws[i] = draw + bso_policy_spread_risk(job, &spread, i);
     }
@@ -110,7 +118,7 @@ int bso_policy_thompson(struct bso_job *job)
          * the sizes on one side of the best leaves a far cheaper size beyond them). */
         if (bso_policy_stale(job, i) && fresh_best(job, &f) >= 0 &&
             past_a_rise(job, draws, f, i, change) &&
-            !(draws[i] + bso_policy_failed_run_cost(job, i, f) < draws[f]))
+            !(draws[i] + bso_policy_failed_run_cost(job, i, bound_size(job, &b)) < draws[f]))
             continue;
         if (best < 0 || draws[i] < draws[best])
             best = (int)i;
