@@ -96,9 +96,9 @@ int bso_policy_thompson(struct bso_job *job)
         double draw = exp(bso_rng_normal(&job->rng, mean_log[i], sd_log[i])) * per;
         /* Its last run did not reach (and another size trained a model since): the draw adds
          * the expected waste of the next not reaching either (as likely as one failure against
-         * its successes, half of each as prior), a run to max_epochs or to the stop at beta
-         * times the best, before another size trains the model. A size that ran to max_epochs
-         * without reaching (missed) since the change weighs that waste at its chance of
+         * its successes, half of each as prior), a run to max_epochs or to the beta bound
+         * (bso_policy_failed_run_cost), before another size trains the model. A size that ran to
+         * max_epochs without reaching (missed) since the change weighs that waste at its chance of
          * missing again, whatever its last run did: a size that reaches four runs in five is
          * no sure thing between its misses. */
         const double missing = s->misses > 0 ? 1 - bso_bs_reach_chance(s) : 0;
