@@ -318,8 +318,10 @@ static void decide(struct bso_job *job, size_t i, const struct bso_report *rep, 
             if (out->cost > job->spec.beta_knob * bound * moved * own_noise) {
                 snprintf(out->message, sizeof out->message,
                          "Batch Size(%lld) exceeded the cost upper bound: beta_knob(%g) times "
-                         "the best expected cost (%.6g)",
-                         (long long)job->spec.batch_sizes[i], job->spec.beta_knob, bound);
+                         "the best expected cost (%.6g, batch size %lld's, whose model costs "
+                         "least)",
+                         (long long)job->spec.batch_sizes[i], job->spec.beta_knob, bound,
+                         (long long)job->spec.batch_sizes[b]);
                 return;
             }
         }

@@ -13,7 +13,8 @@
  *    passes a fresh run of the best, or when it is expected to need more than max_epochs.
  *  - Exploitation is Thompson sampling over the sizes that have finished a run, with each
  *    size's epochs shrunk toward a smooth curve shared by all sizes.
- *  - Safety: beta * the best expected cost stops any run; max_epochs stops every run.
+ *  - Safety: beta * the best expected cost (of the size whose model costs least, its runs
+ *    that missed counted) stops any run; max_epochs stops every run.
  */
 #ifndef BSO_CORE_BSO_POLICY_H
 #define BSO_CORE_BSO_POLICY_H
