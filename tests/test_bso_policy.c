@@ -1111,19 +1111,27 @@ static void test_best_size_run_is_allowed_its_own_noise_past_beta(void **state)
  * reaches. A run at 32 that never reaches is stopped by that bound, and says so; Thompson
  * sampling weighs a failed run at 64 at that bound too (2400, not max_epochs' 4000). Where 64
  * never missed, its 1000 sets the bound again. */
+/* The two sizes of test_beta_bound_is_set_by_the_cheapest_model, 64 with `misses` misses. */
+static void start_sure_and_lucky(struct bso_job *job, double misses)
+{
+    start_all(job, BSO_BS_INFEASIBLE);
+    job->spec.max_epochs = 40;
+    set_reached(job, 1, 8, 8, 150, 10);
+    set_reached(job, 2, 2, 10, 100, 6);
+    if (misses > 0) {
+        job->stats[2].misses = misses;
+        job->stats[2].total_runs = job->stats[2].runs = 2 + (int64_t)misses;
+        job->stats[2].fail_mark = 9;
+    }
+    job->last_trial_number = 10;
+}
+
 static void test_beta_bound_is_set_by_the_cheapest_model(void **state)
 {
     (void)state;
     for (int64_t reach = 15; reach >= 0; reach -= 15) {
         struct bso_job job;
-        start_all(&job, BSO_BS_INFEASIBLE);
-        job.spec.max_epochs = 40;
-        set_reached(&job, 1, 8, 8, 150, 10);
-        set_reached(&job, 2, 2, 10, 100, 6);
-        job.stats[2].misses = 8;
-        job.stats[2].total_runs = job.stats[2].runs = 10;
-        job.stats[2].fail_mark = 9;
-        job.last_trial_number = 10;
+        start_sure_and_lucky(&job, 8);
         struct bso_trial t = predict_ok(&job);
         assert_int_equal(t.batch_size, 32);
         assert_int_equal(bso_policy_best_good(&job, true), 2);
@@ -1144,11 +1152,7 @@ static void test_beta_bound_is_set_by_the_cheapest_model(void **state)
         bso_job_clear(&job);
     }
     struct bso_job job;
-    start_all(&job, BSO_BS_INFEASIBLE);
-    job.spec.max_epochs = 40;
-    set_reached(&job, 1, 8, 8, 150, 10);
-    set_reached(&job, 2, 2, 10, 100, 6);
-    job.last_trial_number = 10;
+    start_sure_and_lucky(&job, 0);
     struct bso_report r = {.time = 150.0 * 14 / 500, .metric = 0.1, .current_epoch = 14};
     struct bso_decision d = {.cost = 150.0 * 14};
     bso_policy_decide(&job, 1, &r, false, &d);

@@ -39,17 +39,12 @@ static int best_good(const struct bso_job *job)
     return bso_policy_best_good(job, false);
 }
 
-/* What a model trained at size i costs where its runs have missed (run to max_epochs without
- * reaching): its expected cost, and (1 - p) / p runs to max_epochs before the one that reaches,
- * p its chance of reaching (bso_bs_reach_chance); where none missed, its expected cost. */
+/* What a model trained at size i costs: where its runs have missed (run to max_epochs without
+ * reaching), bso_policy_cost_per_model; where none missed, its expected cost. */
 static double cost_of_a_model(const struct bso_job *job, size_t i)
 {
-    const struct bso_bs_stat *s = &job->stats[i];
-    const double cost = bso_bs_expected_cost(s);
-    if (s->misses <= 0)
-        return cost;
-    const double p = bso_bs_reach_chance(s);
-    return cost + (1 - p) / p * (double)job->spec.max_epochs * bso_bs_cost_per_epoch(s);
+    return job->stats[i].misses > 0 ? bso_policy_cost_per_model(job, i)
+                                    : bso_bs_expected_cost(&job->stats[i]);
 }
 
 /* By cost_of_a_model, not by expected cost, which counts only the runs that reached: a size

@@ -191,6 +191,10 @@ bool bso_policy_struck(const struct bso_job *job, size_t i); /* not again in thi
  * for a decision that asks it of every size it scans; the caller clears struck_known when the
  * decision is made, before anything changes the marks. */
 void bso_policy_know_struck(struct bso_job *job);
+/* What a model is expected to cost at size i, which reached the target, when each run there
+ * reaches only by chance (bso_bs_reach_chance): its expected cost, and (1 - p) / p runs to
+ * max_epochs wasted on the way. */
+double bso_policy_cost_per_model(const struct bso_job *job, size_t i);
 /* How near the failures of the recurrence still looking for a model came to raising the alarm
  * that the job changed: the most change evidence (bso_policy_change_evidence, 0 to 1) of a size
  * that failed since the last run that reached; 0 when none did. */

@@ -209,9 +209,7 @@ double bso_policy_spread_risk(const struct bso_job *job, const struct bso_spread
     return per_model(job, 0, away / (steps + away + 1), bso_policy_epoch_cost(job, k));
 }
 
-/* What a model is expected to cost at size i, which reached the target before, when each run
- * there reaches only by chance (bso_bs_reach_chance): per_model at its expected cost. */
-static double cost_per_model(const struct bso_job *job, size_t i)
+double bso_policy_cost_per_model(const struct bso_job *job, size_t i)
 {
     const struct bso_bs_stat *s = &job->stats[i];
     return per_model(job, bso_bs_expected_cost(s), bso_bs_reach_chance(s),
@@ -344,8 +342,8 @@ static bool goes_first(const struct last_resort *a, const struct last_resort *b)
  * epochs (expected_open_epochs) times its cost per epoch. An open size whose expected epochs
  * pass max_epochs by more than the noise margin of an estimate resting on one run cannot be
  * expected to reach: a rescue there would run to max_epochs for nothing. Else the least bad
- * of those that reached and failed: the cheapest per model (cost_per_model), so that a size
- * that reaches one run in five is not tried again and again while one that reaches three in
+ * of those that reached and failed: the cheapest per model (bso_policy_cost_per_model), so that a
+ * size that reaches one run in five is not tried again and again while one that reaches three in
  * five, a little dearer per run, is left waiting; with them, those that reached before the
  * last change and have only missed since (missed_since_per_model), and those below them whose
  * misses may have been bad luck (unlucky_per_model). -1 when nothing can run. */
@@ -371,7 +369,7 @@ int bso_policy_rescue(const struct bso_job *job)
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         double cost = missed_since_per_model(job, k); /* NAN unless it only missed since */
         if (!isfinite(cost) && job->stats[k].successes > 0 && bso_policy_usable(job, k))
-            cost = cost_per_model(job, k);
+            cost = bso_policy_cost_per_model(job, k);
         if (isfinite(cost) && (best < 0 || cost < best_cost)) {
             best = (int)k;
             best_cost = cost;
