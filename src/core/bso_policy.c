@@ -23,15 +23,33 @@ static bool may_be_best(const struct bso_job *job, size_t i, bool fresh_only)
            (!fresh_only || bso_policy_fresh(job, i));
 }
 
-int bso_policy_best_good(const struct bso_job *job, bool fresh_only)
+/* Of the sizes that may be the best (may_be_best), the one of least `cost`, the first on a tie;
+ * -1 where none may. */
+static int cheapest(const struct bso_job *job, bool fresh_only,
+                    double (*cost)(const struct bso_job *, size_t))
 {
     int best = -1;
-    for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
-        if (may_be_best(job, i, fresh_only) &&
-            (best < 0 ||
-             bso_bs_expected_cost(&job->stats[i]) < bso_bs_expected_cost(&job->stats[best])))
+    double best_cost = INFINITY;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
+        if (!may_be_best(job, i, fresh_only))
+            continue;
+        const double c = cost(job, i);
+        if (best < 0 || c < best_cost) {
             best = (int)i;
+            best_cost = c;
+        }
+    }
     return best;
+}
+
+static double expected_cost(const struct bso_job *job, size_t i)
+{
+    return bso_bs_expected_cost(&job->stats[i]);
+}
+
+int bso_policy_best_good(const struct bso_job *job, bool fresh_only)
+{
+    return cheapest(job, fresh_only, expected_cost);
 }
 
 static int best_good(const struct bso_job *job)
@@ -43,8 +61,7 @@ static int best_good(const struct bso_job *job)
  * reaching), bso_policy_cost_per_model; where none missed, its expected cost. */
 static double cost_of_a_model(const struct bso_job *job, size_t i)
 {
-    return job->stats[i].misses > 0 ? bso_policy_cost_per_model(job, i)
-                                    : bso_bs_expected_cost(&job->stats[i]);
+    return job->stats[i].misses > 0 ? bso_policy_cost_per_model(job, i) : expected_cost(job, i);
 }
 
 /* By cost_of_a_model, not by expected cost, which counts only the runs that reached: a size
@@ -54,18 +71,7 @@ static double cost_of_a_model(const struct bso_job *job, size_t i)
  * at 4 that needed 42 were stopped at 39, and the recurrence went on at 8, which missed). */
 int bso_policy_bound_size(const struct bso_job *job)
 {
-    int best = -1;
-    double best_cost = INFINITY;
-    for (size_t i = 0; i < job->spec.n_batch_sizes; i++) {
-        if (!may_be_best(job, i, true))
-            continue;
-        const double cost = cost_of_a_model(job, i);
-        if (best < 0 || cost < best_cost) {
-            best = (int)i;
-            best_cost = cost;
-        }
-    }
-    return best;
+    return cheapest(job, true, cost_of_a_model);
 }
 
 /* The first size for a job transferred from another before any of its own runs: the one of
