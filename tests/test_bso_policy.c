@@ -85,6 +85,50 @@ static void test_default_first_and_success(void **state)
     bso_job_clear(&job);
 }
 
+/* Whether batch size b is one of the job's. */
+static bool is_job_size(const struct bso_job *job, int64_t b)
+{
+    return bso_job_spec_index(&job->spec, b) >= 0;
+}
+
+/* A run that reaches the target at epoch 0 (the API allows it: an evaluation before any
+ * training), at no cost: the policy counts it as one epoch, and every prediction after it is a
+ * size of the job (it was batch size 0, read from before the job's list, for good). */
+static void test_reaching_at_epoch_zero_counts_as_one_epoch(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    for (int k = 0; k < 12; k++) {
+        struct bso_trial t = predict_ok(&job);
+        assert_true(is_job_size(&job, t.batch_size));
+        const struct bso_decision d = report_cost(&job, &t, 0, 0.95, 0);
+        assert_true(d.stop_train && d.converged);
+    }
+    assert_int_equal(job.stats[2].successes, job.stats[2].total_successes);
+    assert_true(job.stats[2].successes >= 1 && job.stats[2].epochs_sum >= 1);
+    assert_true(bso_job_spec_index(&job.spec, 64) == 2 && job.stats[2].min_epochs == 1);
+    bso_job_clear(&job);
+}
+
+/* Thompson sampling that can draw no size (a cost per epoch it cannot weigh: not a number)
+ * hands out the best by expected cost instead of reading before the job's list of sizes. */
+static void test_no_draw_falls_back_to_the_best(void **state)
+{
+    (void)state;
+    struct bso_job job;
+    start(&job);
+    struct bso_trial t = predict_ok(&job);
+    struct bso_decision d;
+    run(&job, &t, 100, 10, &d); /* 64 reached in 10 epochs */
+    for (size_t i = 0; i < job.spec.n_batch_sizes; i++)
+        if (i != 2)
+            job.stats[i].status = BSO_BS_INFEASIBLE; /* nothing left to explore */
+    job.stats[2].epochs_sum = 0;                     /* its cost per epoch unknown: NaN */
+    assert_int_equal(predict_ok(&job).batch_size, 64);
+    bso_job_clear(&job);
+}
+
 static void test_max_epochs_fail_then_smaller_sizes(void **state)
 {
     (void)state;
@@ -3285,6 +3329,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_first_and_success),
+        cmocka_unit_test(test_reaching_at_epoch_zero_counts_as_one_epoch),
+        cmocka_unit_test(test_no_draw_falls_back_to_the_best),
         cmocka_unit_test(test_max_epochs_fail_then_smaller_sizes),
         cmocka_unit_test(test_failing_default_gallops_down),
         cmocka_unit_test(test_probe_stopped_when_hopeless),

@@ -132,6 +132,48 @@ static void test_progress_points(void **state)
     bso_store_close(st);
 }
 
+/* A bso-policy job whose runs reach in 3 epochs at a cost per epoch of 1, then of nothing at all
+ * (a client that measures no time or energy), then of 100: every report is stored, and every
+ * prediction is one of the job's sizes. A run at no cost read as the job's cost per epoch jumping
+ * by a factor of 0, every size's cost went to 0, and the next run that cost something jumped it
+ * by infinity: 0 times infinity is not a number, which the store refused ("The database is
+ * unavailable") at that report and every one after it. */
+static void test_runs_at_no_cost_then_some_are_stored(void **state)
+{
+    (void)state;
+    struct bso_store *st = open_store("sqlite:///:memory:");
+    struct bso_session *s = session(st);
+    struct bso_job_spec spec;
+    struct bso_spec_errors errs = {0};
+    char msg[BSO_SVC_MSG_MAX];
+    bool created, switched;
+    fake_job_spec(&spec);
+    spec.window_size = 0;
+    spec.target_metric = 0.5;
+    spec.higher_is_better_metric = true;
+    spec.max_epochs = 10;
+    spec.policy = BSO_POLICY_BSO;
+    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
+    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_BSO, &created, NULL, msg), 0);
+    for (int k = 0; k < 30; k++) {
+        struct bso_trial t;
+        if (bso_svc_predict(s, spec.job_id, &t, &switched, NULL, NULL, &power_w, msg) != 0)
+            fail_msg("prediction %d: %s", k, msg);
+        assert_true(bso_job_spec_index(&spec, t.batch_size) >= 0);
+        const double per_epoch = k < 10 ? 1 : k < 20 ? 0 : 100;
+        const struct bso_trial_key key = {spec.job_id, t.batch_size, t.number};
+        const struct bso_report r = {
+            .time = 3 * per_epoch, .energy = 3 * per_epoch, .metric = 0.9, .current_epoch = 3};
+        struct bso_decision d;
+        if (bso_svc_report(s, &key, &r, &d, msg) != 0)
+            fail_msg("run %d: %s", k, msg);
+        if (!d.converged)
+            fail_msg("run %d at %lld: %s", k, (long long)t.batch_size, d.message);
+    }
+    bso_session_release(s);
+    bso_store_close(st);
+}
+
 static void test_golden_across_restarts(void **state)
 {
     (void)state;
@@ -512,6 +554,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_across_restarts),
+        cmocka_unit_test(test_runs_at_no_cost_then_some_are_stored),
         cmocka_unit_test(test_register_and_messages),
         cmocka_unit_test(test_failed_request_changes_nothing),
         cmocka_unit_test(test_open_errors_and_migrations),

@@ -198,7 +198,10 @@ static int choose(struct bso_job *job, int64_t *batch_size)
     const int c = explored_enough(job) || probed_in_this_recurrence(job)
                       ? -1
                       : bso_policy_explore(job, a, bso_bs_expected_cost(&job->stats[a]));
-    *batch_size = sp->batch_sizes[c >= 0 ? c : bso_policy_thompson(job)];
+    const int pick = c >= 0 ? c : bso_policy_thompson(job);
+    /* Thompson sampling draws from every size that may be the best, as g is one: none drawn
+     * means a cost it could not weigh (not a number), and the best by expected cost goes. */
+    *batch_size = sp->batch_sizes[pick >= 0 ? pick : g];
     return 0;
 }
 
@@ -304,7 +307,7 @@ static void decide(struct bso_job *job, size_t i, const struct bso_report *rep, 
         const double shift = s->successes > 0
                                  ? out->cost / (double)rep->current_epoch / bso_bs_cost_per_epoch(s)
                                  : 1;
-        const double moved = shift > BSO_PER_EPOCH_SHIFT ? shift : 1;
+        const double moved = shift > BSO_PER_EPOCH_SHIFT && isfinite(shift) ? shift : 1;
         /* Beta times the expected cost of the size whose model costs least
          * (bso_policy_bound_size), which is never below the best's: a run within beta times the
          * best's cost is within the bound, and the size is looked up only past that. A run at

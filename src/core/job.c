@@ -271,8 +271,13 @@ static int bso_report(struct bso_job *job, struct bso_trial *trial, const struct
         *changed |= BSO_CHANGED_STATS; /* the first epoch's cost is remembered (warm-up) */
     if (!out->stop_train)
         return 0;
-    const enum bso_run_end end = bso_policy_run_end(job, out, rep->current_epoch);
-    if (bso_policy_observe(job, (size_t)i, out->cost, rep->current_epoch, end))
+    /* The policy counts a run as one epoch at least: its estimates are in log epochs and cost
+     * per epoch, which a run that reached at epoch 0 (the API allows it: a client that reports
+     * an evaluation before training) would leave undefined, and the job then had no size to
+     * hand out. */
+    const int64_t epochs = rep->current_epoch > 0 ? rep->current_epoch : 1;
+    const enum bso_run_end end = bso_policy_run_end(job, out, epochs);
+    if (bso_policy_observe(job, (size_t)i, out->cost, epochs, end))
         *changed |= BSO_CHANGED_ALL_STATS;
     if (end == BSO_RUN_FAILED)
         bso_policy_note_shortfall(job, (size_t)i, rep->metric);
