@@ -120,7 +120,11 @@ static void test_bad_report_numbers_change_nothing(void **state)
     assert_int_equal(rc, BSO_EINVAL);
     report(job, &t, 1e308, 1e308, 0.9, 1, &rc, &changed); /* finite, but the cost is not */
     assert_int_equal(rc, BSO_EINVAL);
-    assert_string_equal(bso_job_errmsg(job), "time and energy are too large: the cost overflows");
+    assert_string_equal(bso_job_errmsg(job), "time and energy are too large: the cost passes "
+                                             "1e+100, where the policy's sums overflow");
+    /* A finite cost whose square is not (a Zeus arm's variance then was not a number). */
+    report(job, &t, 1e160, 0, 0.9, 1, &rc, &changed);
+    assert_int_equal(rc, BSO_EINVAL);
     assert_int_equal(t.status, BSO_TRIAL_DISPATCHED);
     assert_false(job->has_min_cost);
 }

@@ -6,4 +6,8 @@
  * floating-point contraction off) so that costs, and the choices built on them, match Zeus. */
 double bso_cost(double energy, double time, double eta_knob, double max_power);
 
+/* The largest cost a report may come to: far beyond any training run (1e100 J-equivalent),
+ * and small enough that the policies' sums of squared costs stay finite. */
+#define BSO_MAX_COST 1e100
+
 #endif

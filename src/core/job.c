@@ -325,8 +325,14 @@ int bso_job_report(struct bso_job *job, struct bso_trial *trial, const struct bs
         return BSO_EINVAL;
 
     bso_report_decide(&job->spec, job->has_min_cost, job->min_cost, trial->batch_size, rep, out);
-    if (!isfinite(out->cost))
-        return fail(job, BSO_EINVAL, "time and energy are too large: the cost overflows");
+    /* Beyond BSO_MAX_COST (no training run comes near it) the squares and sums the policies
+     * learn from overflow (a Zeus arm's mean then is not a number, which the store refuses at
+     * every request after). */
+    if (!(out->cost <= BSO_MAX_COST))
+        return fail(job, BSO_EINVAL,
+                    "time and energy are too large: the cost passes %g, where the policy's sums "
+                    "overflow",
+                    BSO_MAX_COST);
     if (job->spec.policy == BSO_POLICY_BSO)
         return bso_report(job, trial, rep, out, changed, arm_index);
     if (!out->stop_train)
