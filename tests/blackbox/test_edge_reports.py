@@ -4,8 +4,8 @@ that is not the job's, never a statistic that is not a number.
 Random jobs (both policies; windows; one to six sizes; a target metric higher or lower is
 better; max_epochs from 1) get runs whose reports start at any epoch from 0 (which the API
 allows), cost nothing at all or anything from 1e-12 to far past what a training run measures,
-reach the target or not, stop reporting half-way, and now and then a transfer from another job
-or a declared change. Fixed seeds: a failure here replays. Each of these once broke a job for
+reach the target or not, stop reporting half-way, and now and then a transfer from another job,
+a declared change, or device and power profiles whose measurements are nothing or huge. Fixed seeds: a failure here replays. Each of these once broke a job for
 good: a run that reached at epoch 0 (the job then handed out batch size 0), a run at no cost
 followed by one at some cost (every size's cost not a number, the store refusing each report
 after it with a 503), and costs whose squares overflow (a Zeus arm's mean not a number, a 503 at
@@ -50,6 +50,29 @@ def numbers_in(value):
 
 
 class EdgeReports(unittest.TestCase):
+    def post_profiles(self, srv, rng, job_id, sizes):
+        """A device profile and a power profile whose measurements are nothing, tiny, ordinary
+        or huge: stored (200) or refused as malformed (422), never worse."""
+        values = [0, 1e-300, 1e-9, 1, 1830.5, 1e12, 1e300]
+        entries = []
+        for b in rng.sample(sizes, rng.randint(1, len(sizes))):
+            entry = {"batch_size": b, "feasible": rng.random() < 0.8}
+            for field in ("samples_per_s", "joules_per_sample", "peak_memory_bytes"):
+                if rng.random() < 0.7:
+                    entry[field] = rng.choice(values)
+            entries.append(entry)
+        status, data = srv.request("POST", "/jobs/%s/profile" % job_id,
+                                   {"device": "A100", "batch_sizes": entries})
+        self.assertIn(status, (200, 422), data)
+        limits = rng.sample([100, 150, 200, 250, 300], rng.randint(1, 5))
+        body = {"batch_size": rng.choice(sizes), "device": "X",
+                "measurements": [{"power_limit": pl, "samples_per_s": rng.choice(values),
+                                  "power": rng.choice(values)} for pl in limits]}
+        if rng.random() < 0.5:
+            body["power_limit"] = rng.choice(limits)
+        status, data = srv.request("POST", "/jobs/%s/power" % job_id, body)
+        self.assertIn(status, (200, 400, 422), data)
+
     def drive(self, srv, seed, jobs):
         rng = random.Random(seed)
         for j in range(jobs):
@@ -61,6 +84,8 @@ class EdgeReports(unittest.TestCase):
                 status, data = srv.request("POST", "/jobs/%s/transfer" % job_id,
                                            {"from": "edge-%d-%d" % (seed, rng.randrange(j))})
                 self.assertLess(status, 500, data)
+            if rng.random() < 0.3:
+                self.post_profiles(srv, rng, job_id, spec["batch_sizes"])
             for _ in range(rng.randint(1, 30)):
                 status, trial = srv.predict(job_id)
                 self.assertLess(status, 500, trial)
