@@ -57,8 +57,10 @@ void cli_fmt_num(char *buf, size_t cap, json_t *v, int decimals);
 int cli_walk_pages(struct ctx *c, const char *base, const char *key, json_t *all,
                    void (*row)(json_t *r));
 
-/* Each row of a list endpoint to row(); with --json prints {key: [every row]} instead. */
-int cli_each_row(struct ctx *c, const char *base, const char *key, void (*row)(json_t *r));
+/* Each row of a list endpoint to row(), under `header`, once every page has come (a request
+ * that fails prints no table); with --json prints {key: [every row]} instead. */
+int cli_each_row(struct ctx *c, const char *base, const char *key, const char *header,
+                 void (*row)(json_t *r));
 
 /* "/jobs/<escaped id><suffix>". */
 void cli_job_path(const char *job_id, const char *suffix, char *path, size_t cap);

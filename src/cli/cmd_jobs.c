@@ -22,8 +22,8 @@ static void job_row(json_t *j)
 
 int cmd_jobs(struct ctx *c)
 {
-    if (!c->json)
-        printf("%-32s %-8s %-6s %7s %14s %10s  %s\n", "JOB", "STAGE", "POLICY", "TRIALS",
-               "MIN COST", "BEST BS", "GPU");
-    return cli_each_row(c, "/jobs?limit=1000", "jobs", job_row);
+    char header[160];
+    snprintf(header, sizeof header, "%-32s %-8s %-6s %7s %14s %10s  %s\n", "JOB", "STAGE", "POLICY",
+             "TRIALS", "MIN COST", "BEST BS", "GPU");
+    return cli_each_row(c, "/jobs?limit=1000", "jobs", header, job_row);
 }

@@ -24,8 +24,9 @@ int cmd_trials(struct ctx *c)
 {
     char base[1000];
     cli_job_path(c->argv[0], "/trials?limit=1000", base, sizeof base);
-    if (!c->json)
-        printf("%6s %10s %-12s %-10s %10s %12s %12s %-9s %s\n", "TRIAL", "BATCH", "TYPE", "STATUS",
-               "TIME (s)", "ENERGY (J)", "COST", "CONVERGED", "BATCH SIZE PER EPOCH");
-    return cli_each_row(c, base, "trials", trial_row);
+    char header[200];
+    snprintf(header, sizeof header, "%6s %10s %-12s %-10s %10s %12s %12s %-9s %s\n", "TRIAL",
+             "BATCH", "TYPE", "STATUS", "TIME (s)", "ENERGY (J)", "COST", "CONVERGED",
+             "BATCH SIZE PER EPOCH");
+    return cli_each_row(c, base, "trials", header, trial_row);
 }

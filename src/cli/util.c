@@ -134,11 +134,13 @@ int cli_walk_pages(struct ctx *c, const char *base, const char *key, json_t *all
     return status;
 }
 
-/* Each row of a list endpoint to row(); with --json prints {key: [every row]} instead. */
-int cli_each_row(struct ctx *c, const char *base, const char *key, void (*row)(json_t *r))
+/* Each row of a list endpoint to row(), under `header`, once every page has come (a request that
+ * fails prints no table); with --json prints {key: [every row]} instead. */
+int cli_each_row(struct ctx *c, const char *base, const char *key, const char *header,
+                 void (*row)(json_t *r))
 {
     json_t *all = json_array();
-    const int status = cli_walk_pages(c, base, key, all, c->json ? NULL : row);
+    const int status = cli_walk_pages(c, base, key, all, NULL);
     if (status == 0 && c->json) {
         json_t *o = json_object();
         json_object_set(o, key, all);
@@ -146,6 +148,11 @@ int cli_each_row(struct ctx *c, const char *base, const char *key, void (*row)(j
         puts(text ? text : "{}");
         free(text);
         json_decref(o);
+    } else if (status == 0) {
+        fputs(header, stdout);
+        size_t i;
+        json_t *r;
+        json_array_foreach(all, i, r) row(r);
     }
     json_decref(all);
     return status;

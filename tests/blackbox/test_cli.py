@@ -318,6 +318,11 @@ class Cli(unittest.TestCase):
         out = self.bso("jobs", env={"BSO_SERVER_URL": "http://127.0.0.1:1"})
         self.assertEqual(out.returncode, 1)
         self.assertIn("connect", out.stderr.lower())
+        self.assertEqual(out.stdout, "")  # no table's header without its rows
+        out = self.bso("trials", "no-such-job")
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("404", out.stderr)
+        self.assertEqual(out.stdout, "")
 
     def test_gpus_and_measure(self):
         script = os.path.join(self.srv.tmp.name, "nvml.txt")
