@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bso/error.h"
+#include "core/bso_policy_internal.h"
 #include "core/cost.h"
 #include "core/explorer.h"
 #include "core/mab.h"
@@ -164,6 +165,14 @@ static int refuse(struct bso_job *job, unsigned *changed)
 {
     job->refusals++;
     *changed |= BSO_CHANGED_REFUSALS;
+    bool any_can_run = false;
+    for (size_t i = 0; i < job->spec.n_batch_sizes; i++)
+        any_can_run |= bso_policy_usable(job, i);
+    if (!any_can_run) /* not the target's fault: say so */
+        return fail(job, BSO_EPRUNED,
+                    "No batch size of the job can run: each was found not to fit the device (it "
+                    "ran out of memory, or a profile marked it \"feasible\": false). "
+                    "Reconfigure batch_sizes, or post a profile that finds one feasible.");
     int64_t passes;
     const int64_t wanted = bso_policy_refusals_to_next_pass(job, &passes);
     const long long max_epochs = (long long)job->spec.max_epochs;
