@@ -236,7 +236,7 @@ static void test_golden_across_restarts(void **state)
     assert_int_equal(bso_session_count_trials(s, id, counts), 0);
     assert_int_equal(counts[BSO_TRIAL_SUCCEEDED], 51);
     bso_session_release(s);
-    assert_int_equal(bso_store_schema_version(st), 25);
+    assert_int_equal(bso_store_schema_version(st), 26);
     bso_store_close(st);
 }
 
@@ -356,7 +356,7 @@ static void test_open_errors_and_migrations(void **state)
         bso_store_open("sqlite:////nonexistent-dir/x/y.db", NULL, &st, err, sizeof err), BSO_EIO);
     const char *sql = bso_store_migrations_sql("sqlite:///x.db");
     assert_non_null(strstr(sql, "CREATE TABLE job"));
-    assert_non_null(strstr(sql, "PRAGMA user_version = 25"));
+    assert_non_null(strstr(sql, "PRAGMA user_version = 26"));
     assert_null(bso_store_migrations_sql("nope://"));
     /* Zeus's async URL works. */
     char zeus[160];
@@ -411,7 +411,7 @@ static void test_upgrade_from_version_1(void **state)
         SQLITE_OK);
     sqlite3_close(db);
     st = open_store(u);
-    assert_int_equal(bso_store_schema_version(st), 25);
+    assert_int_equal(bso_store_schema_version(st), 26);
     s = session(st);
     struct bso_report r = {
         .time = 1, .energy = 2, .metric = 0.9, .current_epoch = 1, .energy_source = "rapl"};

@@ -209,6 +209,10 @@ static const char *const migrations[] = {
     /* 25: how far each size's epochs fell at its last downward alarm, and when */
     "ALTER TABLE bs_stat ADD COLUMN drop_factor DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN drop_mark DOUBLE PRECISION NOT NULL DEFAULT 0;\n",
+    /* 26: a profiled batch size as large as a job's (64 bits: 2^40 was refused), and a
+     * crash count as wide as the one it is read into */
+    "ALTER TABLE profile ALTER COLUMN batch_size TYPE BIGINT;\n"
+    "ALTER TABLE bs_stat ALTER COLUMN crashes TYPE BIGINT;\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 

@@ -205,6 +205,9 @@ static const char *const migrations[] = {
     /* 25: how far each size's epochs fell at its last downward alarm, and when */
     "ALTER TABLE bs_stat ADD COLUMN drop_factor REAL NOT NULL DEFAULT 0;\n"
     "ALTER TABLE bs_stat ADD COLUMN drop_mark REAL NOT NULL DEFAULT 0;\n",
+    /* 26: PostgreSQL widens two INTEGER columns to 64 bits; SQLite's INTEGER is 64 bits
+     * already, and the version keeps in step */
+    "-- nothing to change in SQLite\n",
 };
 #define N_MIGRATIONS ((int)(sizeof migrations / sizeof *migrations))
 

@@ -39,7 +39,7 @@ class Config(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(d, "x.db")))
             out = run(["migrate", "--database", "sqlite:///x.db"], cwd=d)
             self.assertEqual(out.returncode, 0, out.stderr)
-            self.assertIn("schema version 25", out.stdout)
+            self.assertIn("schema version 26", out.stdout)
             self.assertTrue(os.path.exists(os.path.join(d, "x.db")))
 
     @sqlite_only
@@ -133,7 +133,7 @@ class Config(unittest.TestCase):
             self.assertIsNone(rest["next_after"])
             self.assertEqual(srv.request("GET", "/healthz"), (200, {"status": "ok"}))
             self.assertEqual(srv.request("GET", "/readyz"), (200, {"status": "ready"}))
-            self.assertEqual(srv.request("GET", "/version")[1]["schema_version"], 25)
+            self.assertEqual(srv.request("GET", "/version")[1]["schema_version"], 26)
             self.assertEqual(srv.stop(signal.SIGINT), 0)
             self.assertIn("stopped", srv.lines[-1])
 

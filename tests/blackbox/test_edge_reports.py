@@ -1,7 +1,7 @@
 """Jobs driven with reports at the edges of what the API accepts: never a 5xx, never a batch size
 that is not the job's, never a statistic that is not a number.
 
-Random jobs (both policies; windows; one to six sizes; a target metric higher or lower is
+Random jobs (both policies; windows; one to six sizes up to 2^62; a target metric higher or lower is
 better; max_epochs from 1) get runs whose reports start at any epoch from 0 (which the API
 allows), cost nothing at all or anything from 1e-12 to far past what a training run measures,
 reach the target or not, stop reporting half-way, and now and then a transfer from another job,
@@ -16,7 +16,7 @@ import unittest
 
 from harness import Server
 
-SIZES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 4096]
+SIZES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 4096, 2**40, 2**62]
 # A run's cost per epoch (time in seconds; energy a multiple of it): nothing, tiny, ordinary,
 # large, and past BSO_MAX_COST with some max_power (refused with a 400 that says so).
 SCALES = [0, 0, 1e-12, 1, 1e6, 1e40, 1e85]

@@ -55,11 +55,11 @@ class Replicas(unittest.TestCase):
         for p in runs:
             out, err = p.communicate(timeout=60)
             self.assertEqual(p.returncode, 0, err)
-            self.assertIn("schema version 25", out)
+            self.assertIn("schema version 26", out)
             self.assertNotIn("password", out)
         with Server(database=database) as srv:
             self.assertEqual(srv.register(fake_job("test-migrated"))[0], 201)
-            self.assertEqual(srv.request("GET", "/version")[1]["schema_version"], 25)
+            self.assertEqual(srv.request("GET", "/version")[1]["schema_version"], 26)
 
     def test_zeus_style_url(self):
         """Zeus's async driver URL (postgresql+asyncpg://) names the same database."""
