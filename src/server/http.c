@@ -39,6 +39,7 @@ struct pending {
     bool too_large;
     bool answered;      /* a response was queued early (413) */
     bool too_many_args; /* the query string was dropped unparsed: answer 414 */
+    bool bad_target;    /* %-escapes that decode to NUL or to bytes that are not UTF-8: 400 */
     bool started;       /* on_request has seen the headers */
     struct timespec start;
     char id[BSO_REQUEST_ID_MAX + 1]; /* X-Request-Id: the client's, or made here */
@@ -80,8 +81,57 @@ static void request_id(struct MHD_Connection *c, char *out)
  * libmicrohttpd splits it, and the request answered 414. */
 #define BSO_MAX_QUERY_PARAMS 32
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* Whether the request target, its %-escapes decoded as libmicrohttpd decodes them, is UTF-8
+ * without NUL. Job ids come from the path and the query: a NUL ended one early (a%00b addressed
+ * job a, DELETE included), and bytes that are not UTF-8 were refused by PostgreSQL (a 503 that
+ * said to try again). A job id registered in JSON is always UTF-8 without NUL. */
+static bool target_decodes_cleanly(const char *uri)
+{
+    unsigned need = 0;  /* continuation bytes still to come */
+    unsigned lo = 0x80; /* the least the next continuation byte may be (overlongs, surrogates) */
+    unsigned hi = 0xBF; /* and the most */
+    for (const char *s = uri; *s; s++) {
+        unsigned b = (unsigned char)*s;
+        if (b == '%' && hex_digit(s[1]) >= 0 && hex_digit(s[2]) >= 0) {
+            b = (unsigned)(hex_digit(s[1]) * 16 + hex_digit(s[2]));
+            s += 2;
+        }
+        if (need > 0) {
+            if (b < lo || b > hi)
+                return false;
+            need--;
+            lo = 0x80;
+            hi = 0xBF;
+            continue;
+        }
+        if (b == 0 || (b >= 0x80 && b < 0xC2) || b > 0xF4)
+            return false;
+        if (b >= 0xC2 && b <= 0xDF) {
+            need = 1;
+        } else if (b >= 0xE0 && b <= 0xEF) {
+            need = 2;
+            lo = b == 0xE0 ? 0xA0 : 0x80;
+            hi = b == 0xED ? 0x9F : 0xBF;
+        } else if (b >= 0xF0) {
+            need = 3;
+            lo = b == 0xF0 ? 0x90 : 0x80;
+            hi = b == 0xF4 ? 0x8F : 0xBF;
+        }
+    }
+    return need == 0;
+}
+
 /* Called with the request line's target before anything of it is parsed: the request's state
- * starts here, and an overlong query string is dropped. */
+ * starts here, an overlong query string is dropped, and a target that does not decode to UTF-8
+ * is marked. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     (void)cls;
@@ -90,6 +140,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
     if (!p)
         return NULL;
     clock_gettime(CLOCK_MONOTONIC, &p->start);
+    p->bad_target = !target_decodes_cleanly(uri);
     char *q = strchr(uri, '?');
     if (q) {
         size_t params = 1;
@@ -180,7 +231,7 @@ static double ms_since(const struct timespec *t0)
  * the 413; see on_request. */
 #define DRAIN_MAX (64ull << 20)
 
-/* An answer given before routing (408, 413, 414), counted as unrouted. */
+/* An answer given before routing (400, 408, 413, 414), counted as unrouted. */
 static enum MHD_Result early_answer(struct MHD_Connection *c, struct pending *p, unsigned status,
                                     const char *msg)
 {
@@ -219,6 +270,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         p->started = true;
         if (p->too_many_args)
             return early_answer(c, p, MHD_HTTP_URI_TOO_LONG, "Too many query parameters.");
+        if (p->bad_target)
+            return early_answer(c, p, MHD_HTTP_BAD_REQUEST,
+                                "The request target must be UTF-8 without NUL once its "
+                                "%-escapes are decoded.");
         if (ms_since(&p->start) > 1e3 * srv->cfg.request_timeout_s)
             return request_timeout(c, p);
         const char *cl =

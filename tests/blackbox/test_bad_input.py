@@ -135,6 +135,20 @@ class BadInput(unittest.TestCase):
         data = self.expect("POST", "/report", dict(base, time=1e308, energy=1e308), 400)
         self.assertIn("overflow", data["message"])
 
+    def test_targets_that_do_not_decode_to_utf8(self):
+        # A NUL ended a job id early (test-b%00x addressed test-b, DELETE included), and bytes
+        # that are not UTF-8 were a 503 on PostgreSQL: both are a 400 before any routing.
+        for target in ("/jobs?job_id=test-b%00x", "/jobs/test-b%00x", "/jobs/%FF",
+                       "/jobs/batch_size?job_id=%C0%AF", "/jobs?after=%ED%A0%80",
+                       "/jobs/%E2%82", "/jobs/test-b%F4%90%80%80/reset"):
+            for method in ("GET", "DELETE", "POST"):
+                with self.subTest(target=target, method=method):
+                    data = self.expect(method, target, {} if method == "POST" else None, 400)
+                    self.assertIn("UTF-8 without NUL", data["message"])
+        # Escapes that decode cleanly, and % signs that are not escapes, are ids as ever.
+        self.assertEqual(self.expect("GET", "/jobs/test-%62", None, 200)["job_id"], "test-b")
+        self.assertIn("Unknown job(50%)", self.expect("GET", "/jobs/50%", None, 404)["message"])
+
     def test_query_and_routing_errors(self):
         data = self.expect("GET", "/jobs/batch_size", None, 422)
         self.assertEqual(data["detail"][0]["loc"], ["query", "job_id"])
