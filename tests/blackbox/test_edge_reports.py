@@ -18,8 +18,8 @@ from harness import Server
 
 SIZES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 4096, 2**40, 2**62]
 # A run's cost per epoch (time in seconds; energy a multiple of it): nothing, tiny, ordinary,
-# large (past BSO_MAX_COST with the largest max_power), and past it whatever the max_power
-# (refused with a 400 that says so).
+# huge (a cost up to about 1e95 with the largest max_power, within BSO_MAX_COST), and past
+# BSO_MAX_COST whatever the max_power (refused with a 400 that says so).
 SCALES = [0, 0, 1e-12, 1, 1e6, 1e40, 1e85, 1e160]
 
 
