@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Writes text to f with every "</script" made "<\/script", so inlined scripts and JSON cannot
- * close their <script> element early. */
+/* Writes a script to f with every "</script" made "<\/script", so that it cannot close its
+ * <script> element early. */
 static void put_inline(FILE *f, const char *text)
 {
     for (const char *p = text; *p; p++) {
@@ -18,6 +18,19 @@ static void put_inline(FILE *f, const char *text)
             continue;
         }
         fputc(*p, f);
+    }
+}
+
+/* JSON text inside a <script>: every '<' written as \u003c, which JSON reads as the same
+ * character, so that nothing in the data (a job id or GPU model of "<!--<script>", say) can
+ * end the script or change how the HTML parser reads the rest of it. */
+static void put_json_inline(FILE *f, const char *json)
+{
+    for (const char *p = json; *p; p++) {
+        if (*p == '<')
+            fputs("\\u003c", f);
+        else
+            fputc(*p, f);
     }
 }
 
@@ -58,9 +71,9 @@ static int html_report(struct ctx *c, const char *job_id, const char *out_path)
               f);
         put_inline(f, assets[2]);
         fputs("\n</script>\n<script>\nwindow.BSO_REPORT = {\"job\": ", f);
-        put_inline(f, job);
+        put_json_inline(f, job);
         fputs(", \"trials\": ", f);
-        put_inline(f, trials_text ? trials_text : "[]");
+        put_json_inline(f, trials_text ? trials_text : "[]");
         fputs("};\n</script>\n<script>\n", f);
         put_inline(f, assets[3]);
         fputs("\n</script>\n</body>\n</html>\n", f);

@@ -257,6 +257,24 @@ class Cli(unittest.TestCase):
         self.assertIn("trial %d (given %d, Succeeded): 16 32 48 ... 64 64 96 128 %s"
                       % (t["trial_number"], t["batch_size"], mean), show)
 
+    def test_html_report_keeps_data_inside_its_script(self):
+        """`bso report JOB --html`: a GPU model and a job id of "</script><!--<script>" stay
+        data (every '<' of the inlined JSON written as \\u003c): the page's only "</script>"
+        are its own closers, and the data reads back as it was."""
+        odd = "</script><!--<script>"
+        spec = {"job_id": "cli-html" + odd, "job_id_prefix": "cli", "batch_sizes": [16, 32],
+                "default_batch_size": 16, "max_power": 300, "number_of_gpus": 1,
+                "gpu_model": odd, "target_metric": 0.9, "max_epochs": 20}
+        self.assertEqual(self.bso("register", "-", stdin=json.dumps(spec)).returncode, 0)
+        out = self.bso("report", spec["job_id"], "--html", "-")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        html = out.stdout
+        self.assertEqual(html.count("</script>"), 3)  # uPlot, the data, app.js
+        self.assertFalse("<!--<script" in html, "the inlined data reads as HTML")
+        data = html[html.index("window.BSO_REPORT = ") + len("window.BSO_REPORT = "):]
+        data = data[:data.index("};\n</script>") + 1]
+        self.assertEqual(json.loads(data)["job"]["spec"]["gpu_model"], odd)
+
     def test_crashing_sizes_and_reset(self):
         """Runs that end without a report (out of memory) three times in a row make a size
         infeasible, under either policy; `bso show` says so; `bso reset` starts afresh."""
