@@ -27,32 +27,99 @@ const struct sim_workload *sim_builtin_workloads(size_t *n)
     return builtin;
 }
 
+/* How many columns a line may have, and how long it may be: the traces have eight or so, and a
+ * file with more (other measurements beside them) is read for the columns it names. */
+#define CSV_MAX_FIELDS 64
+#define CSV_MAX_LINE 4096
+
 /* A CSV file read line by line, with the columns named by its header. */
 struct csv {
     FILE *f;
     const char *path;
     int line;
-    char buf[1024];
-    char *field[16];
+    char buf[CSV_MAX_LINE];
+    char *field[CSV_MAX_FIELDS];
     int n;
     int col[16]; /* column index of each wanted name */
 };
 
+/* Why a line could not be split (split's negative returns). */
+enum { CSV_TOO_MANY = -1, CSV_BAD_QUOTE = -2 };
+
+static bool blank(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+/* Splits c->buf into fields in place, as RFC 4180 writes them: a field in double quotes may
+ * hold commas, and "" within it is one quote; spaces around a field are not part of it (a
+ * spreadsheet's or a hand-written file's). 0, or CSV_TOO_MANY or CSV_BAD_QUOTE. */
 static int split(struct csv *c)
 {
     c->n = 0;
     char *p = c->buf;
     p[strcspn(p, "\r\n")] = '\0';
     for (;;) {
-        if (c->n == 16)
-            return -1;
-        c->field[c->n++] = p;
-        char *comma = strchr(p, ',');
-        if (!comma)
+        if (c->n == CSV_MAX_FIELDS)
+            return CSV_TOO_MANY;
+        while (blank(*p))
+            p++;
+        char *start = p, *end;
+        if (*p == '"') {
+            /* Unquoted into place: what is written never passes what is read. */
+            char *out = start;
+            for (p++;; p++) {
+                if (*p == '\0')
+                    return CSV_BAD_QUOTE;
+                if (*p == '"' && p[1] != '"')
+                    break;
+                *out++ = *p;
+                p += *p == '"'; /* "" is one quote */
+            }
+            end = out;
+            for (p++; blank(*p); p++)
+                ;
+            if (*p != ',' && *p != '\0')
+                return CSV_BAD_QUOTE;
+        } else {
+            p += strcspn(p, ",");
+            end = p;
+            while (end > start && blank(end[-1]))
+                end--;
+        }
+        const bool last = *p == '\0';
+        *end = '\0';
+        c->field[c->n++] = start;
+        if (last)
             return 0;
-        *comma = '\0';
-        p = comma + 1;
+        p++;
     }
+}
+
+/* Reads the next line into c->buf: 1, 0 at the end of the file, -1 with err for a line longer
+ * than the buffer. */
+static int read_line(struct csv *c, char *err, size_t errcap)
+{
+    if (!fgets(c->buf, sizeof c->buf, c->f))
+        return 0;
+    c->line++;
+    const size_t n = strlen(c->buf);
+    if (n == sizeof c->buf - 1 && c->buf[n - 1] != '\n' && !feof(c->f)) {
+        snprintf(err, errcap, "%s:%d: a line longer than %d characters", c->path, c->line,
+                 CSV_MAX_LINE - 2);
+        return -1;
+    }
+    return 1;
+}
+
+/* The message for a line split could not split (its negative return). */
+static void split_error(const struct csv *c, int why, char *err, size_t errcap)
+{
+    if (why == CSV_TOO_MANY)
+        snprintf(err, errcap, "%s:%d: more than %d columns", c->path, c->line, CSV_MAX_FIELDS);
+    else
+        snprintf(err, errcap, "%s:%d: a quoted field is not closed, or text follows its quote",
+                 c->path, c->line);
 }
 
 /* Opens path and maps each name in wanted to its column. */
@@ -66,12 +133,22 @@ static int csv_open(struct csv *c, const char *path, const char *const *wanted, 
         snprintf(err, errcap, "cannot read %s: %s", path, strerror(errno));
         return -1;
     }
-    if (!fgets(c->buf, sizeof c->buf, c->f) || split(c) < 0) {
-        snprintf(err, errcap, "%s: no header line", path);
+    const int got = read_line(c, err, errcap);
+    if (got <= 0) {
+        if (got == 0)
+            snprintf(err, errcap, "%s: no header line", path);
         fclose(c->f);
         return -1;
     }
-    c->line = 1;
+    /* A byte-order mark, as spreadsheets save UTF-8, is not part of the first name. */
+    if (strncmp(c->buf, "\xEF\xBB\xBF", 3) == 0)
+        memmove(c->buf, c->buf + 3, strlen(c->buf + 3) + 1);
+    const int why = split(c);
+    if (why < 0) {
+        split_error(c, why, err, errcap);
+        fclose(c->f);
+        return -1;
+    }
     for (int i = 0; i < n_wanted; i++) {
         c->col[i] = -1;
         for (int k = 0; k < c->n; k++)
@@ -89,11 +166,14 @@ static int csv_open(struct csv *c, const char *path, const char *const *wanted, 
 /* The next row; 1, 0 at the end, -1 with err on a malformed line. */
 static int csv_next(struct csv *c, int n_wanted, char *err, size_t errcap)
 {
-    if (!fgets(c->buf, sizeof c->buf, c->f))
-        return 0;
-    c->line++;
-    if (split(c) < 0) {
-        snprintf(err, errcap, "%s:%d: too many columns", c->path, c->line);
+    int got;
+    while ((got = read_line(c, err, errcap)) > 0 && c->buf[strspn(c->buf, " \t\r\n")] == '\0')
+        ; /* blank lines (one at the end, say) hold no row */
+    if (got <= 0)
+        return got;
+    const int why = split(c);
+    if (why < 0) {
+        split_error(c, why, err, errcap);
         return -1;
     }
     for (int i = 0; i < n_wanted; i++)

@@ -99,6 +99,62 @@ class Sim(unittest.TestCase):
             self.assertEqual(out.returncode, 1)
             self.assertIn("has no column 'time_per_epoch'", out.stderr)
 
+    def test_traces_as_spreadsheets_and_other_tools_write_them(self):
+        """The same traces written with a byte-order mark, CRLF line ends, every field quoted,
+        spaces after the commas, columns in another order, twenty more columns, and blank lines
+        at the end replay exactly as written plainly; a quote left open or an overlong line is
+        a clear error with the file and line."""
+        with tempfile.TemporaryDirectory() as d:
+            plain = os.path.join(d, "plain")
+            os.makedirs(plain)
+            write_synthetic(plain)
+            files = sorted(os.listdir(plain))
+            rows = {f: list(csv.reader(open(os.path.join(plain, f)))) for f in files}
+
+            def variant(name, write):
+                out = os.path.join(d, name)
+                os.makedirs(out)
+                for f in files:
+                    with open(os.path.join(out, f), "w", newline="") as fh:
+                        write(fh, rows[f])
+                return out
+
+            def replay(traces):
+                out = os.path.join(d, "out-" + os.path.basename(traces))
+                got = sim("--traces", traces, "--gpu", "gpu1", "--workloads",
+                          os.path.join(traces, "workloads.csv"), "--policy", "zeus,bso",
+                          "--seeds", "1-3", "--recurrences", "12", "--out", out,
+                          "--decisions", os.path.join(out, "d.csv"))
+                self.assertEqual(got.returncode, 0, (traces, got.stderr))
+                return open(os.path.join(out, "d.csv")).read()
+
+            expected = replay(plain)
+            variants = {
+                "bom-crlf": lambda fh, r: fh.write("\ufeff" + "".join(
+                    ",".join(x) + "\r\n" for x in r)),
+                "quoted": lambda fh, r: csv.writer(fh, quoting=csv.QUOTE_ALL).writerows(r),
+                "spaces": lambda fh, r: fh.write("".join(", ".join(x) + "\n" for x in r)),
+                "reversed": lambda fh, r: csv.writer(fh).writerows(x[::-1] for x in r),
+                "wide": lambda fh, r: csv.writer(fh).writerows(
+                    x + [("extra%d" % j if i == 0 else '"a, b"') for j in range(20)]
+                    for i, x in enumerate(r)),
+                "blank-end": lambda fh, r: fh.write("".join(",".join(x) + "\n" for x in r)
+                                                    + "\n \n"),
+            }
+            for name, write in variants.items():
+                with self.subTest(variant=name):
+                    self.assertEqual(replay(variant(name, write)), expected)
+            bad = variant("open-quote", lambda fh, r: fh.write(
+                "".join(",".join(x) + "\n" for x in r[:2]) + '"toy,net\n'))
+            self.assert_refused(sim("--traces", bad, "--gpu", "gpu1", "--workloads",
+                                    os.path.join(bad, "workloads.csv")),
+                                ":3: a quoted field is not closed")
+            long_line = variant("long", lambda fh, r: fh.write(
+                ",".join(r[0]) + "\n" + ",".join(r[1]) + "," + "x" * 5000 + "\n"))
+            self.assert_refused(sim("--traces", long_line, "--gpu", "gpu1", "--workloads",
+                                    os.path.join(long_line, "workloads.csv")),
+                                ":2: a line longer than")
+
     def test_oracle_on_synthetic_traces(self):
         with tempfile.TemporaryDirectory() as d:
             write_synthetic(d)
