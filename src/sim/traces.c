@@ -189,6 +189,17 @@ static const char *cell(struct csv *c, int i)
     return c->field[c->col[i]];
 }
 
+/* The marks tools write for a missing value (R's NA, Python's None, JSON's null, a dash):
+ * in target_epoch, a run that never reached the target, as an empty cell or "nan" is. */
+static bool never_marker(const char *s)
+{
+    static const char *const marks[] = {"na", "n/a", "none", "null", "-"};
+    for (size_t i = 0; i < sizeof marks / sizeof *marks; i++)
+        if (strcasecmp(s, marks[i]) == 0)
+            return true;
+    return false;
+}
+
 static bool number(const char *s, double *v)
 {
     char *end;
@@ -369,7 +380,8 @@ int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, str
             target > w->target + 1e-9 * (1 + w->target))
             continue;
         double e;
-        if (!count(cell(&c, 2), &bs) || (*cell(&c, 5) && !number(cell(&c, 5), &e))) {
+        if (!count(cell(&c, 2), &bs) ||
+            (*cell(&c, 5) && !number(cell(&c, 5), &e) && !never_marker(cell(&c, 5)))) {
             snprintf(err, errcap, "%s:%d: expected numbers", path, c.line);
             rc = -1;
             break;
@@ -379,7 +391,8 @@ int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, str
             add_unfit(job, bs);
         if (!b || b->n_paths == SIM_MAX_PATHS)
             continue; /* no power data for this size on this GPU */
-        /* An empty cell, "nan", or a non-positive epoch: this run never reached the target. */
+        /* An empty cell, "nan" or another mark of a missing value (never_marker), or a
+         * non-positive epoch: this run never reached the target. */
         if (!*cell(&c, 5) || !count(cell(&c, 5), &epoch))
             epoch = -1;
         b->target_epoch[b->n_paths++] = epoch;

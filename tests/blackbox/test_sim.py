@@ -101,9 +101,10 @@ class Sim(unittest.TestCase):
 
     def test_traces_as_spreadsheets_and_other_tools_write_them(self):
         """The same traces written with a byte-order mark, CRLF line ends, every field quoted,
-        spaces after the commas, columns in another order, twenty more columns, and blank lines
-        at the end replay exactly as written plainly; a quote left open or an overlong line is
-        a clear error with the file and line."""
+        spaces after the commas, columns in another order, twenty more columns, blank lines at
+        the end, and a run that never reached marked NA, None, null, - or N/A instead of left
+        empty replay exactly as written plainly; a quote left open or an overlong line is a
+        clear error with the file and line."""
         with tempfile.TemporaryDirectory() as d:
             plain = os.path.join(d, "plain")
             os.makedirs(plain)
@@ -140,7 +141,12 @@ class Sim(unittest.TestCase):
                     for i, x in enumerate(r)),
                 "blank-end": lambda fh, r: fh.write("".join(",".join(x) + "\n" for x in r)
                                                     + "\n \n"),
+                # A run that never reached written as R, Python, JSON or by hand write it.
+                "never-marks": lambda fh, r: csv.writer(fh).writerows(
+                    x[:-1] + [x[-1] or marks[i % len(marks)]] if len(x) == 8 else x
+                    for i, x in enumerate(r)),
             }
+            marks = ["NA", "None", "null", "-", "N/A", "nan"]
             for name, write in variants.items():
                 with self.subTest(variant=name):
                     self.assertEqual(replay(variant(name, write)), expected)
