@@ -218,6 +218,18 @@ static bool count(const char *s, int64_t *v)
     return true;
 }
 
+/* true/false as tools write it: true, false (any case), 1, 0, yes, no. */
+static bool truth(const char *s, bool *v)
+{
+    static const char *const yes[] = {"true", "1", "yes"}, *const no[] = {"false", "0", "no"};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        if (strcasecmp(s, yes[i]) == 0 || strcasecmp(s, no[i]) == 0) {
+            *v = strcasecmp(s, yes[i]) == 0;
+            return true;
+        }
+    return false;
+}
+
 int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, char *err,
                        size_t errcap)
 {
@@ -241,9 +253,9 @@ int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, c
         struct sim_workload *w = &out[n];
         double target;
         int64_t max_epochs, def;
-        const char *hib = cell(&c, 4);
+        bool higher;
         if (!number(cell(&c, 3), &target) || !count(cell(&c, 5), &max_epochs) ||
-            !count(cell(&c, 6), &def) || (strcasecmp(hib, "true") && strcasecmp(hib, "false"))) {
+            !count(cell(&c, 6), &def) || !truth(cell(&c, 4), &higher)) {
             snprintf(err, errcap, "%s:%d: expected numbers and true/false", path, c.line);
             rc = -1;
             break;
@@ -252,7 +264,7 @@ int sim_read_workloads(const char *path, struct sim_workload *out, size_t cap, c
         snprintf(w->network, sizeof w->network, "%s", cell(&c, 1));
         snprintf(w->optimizer, sizeof w->optimizer, "%s", cell(&c, 2));
         w->target = target;
-        w->higher_is_better = strcasecmp(hib, "true") == 0;
+        w->higher_is_better = higher;
         w->max_epochs = max_epochs;
         w->default_bs = def;
         w->samples_per_epoch = 0;

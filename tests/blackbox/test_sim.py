@@ -102,8 +102,8 @@ class Sim(unittest.TestCase):
     def test_traces_as_spreadsheets_and_other_tools_write_them(self):
         """The same traces written with a byte-order mark, CRLF line ends, every field quoted,
         spaces after the commas, columns in another order, twenty more columns, blank lines at
-        the end, and a run that never reached marked NA, None, null, - or N/A instead of left
-        empty replay exactly as written plainly; a quote left open or an overlong line is a
+        the end, a run that never reached marked NA, None, null, - or N/A instead of left
+        empty, and higher_is_better written 1 replay exactly as written plainly; a quote left open or an overlong line is a
         clear error with the file and line."""
         with tempfile.TemporaryDirectory() as d:
             plain = os.path.join(d, "plain")
@@ -147,6 +147,10 @@ class Sim(unittest.TestCase):
                     for i, x in enumerate(r)),
             }
             marks = ["NA", "None", "null", "-", "N/A", "nan"]
+            # higher_is_better as other tools write true (the workloads file's fifth column).
+            variants["one-for-true"] = lambda fh, r: csv.writer(fh).writerows(
+                x[:4] + ["1" if x[4] == "true" else x[4]] + x[5:] if len(x) == 7 else x
+                for x in r)
             for name, write in variants.items():
                 with self.subTest(variant=name):
                     self.assertEqual(replay(variant(name, write)), expected)
