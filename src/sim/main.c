@@ -94,8 +94,9 @@ static bool parse_num(const char *s, double *v)
 
 int main(int argc, char **argv)
 {
-    struct sim_plan plan;
-    memset(&plan, 0, sizeof plan);
+    /* Static, not on the stack: its jobs hold every trace they replay (tens of MB at the
+     * traces' limits, SIM_MAX_BS sizes of SIM_MAX_PATHS runs); zero until a job is loaded. */
+    static struct sim_plan plan;
     const char *traces = getenv("BSO_TRACES");
     if (!traces || !*traces)
         traces = "../shared/traces";

@@ -401,8 +401,14 @@ int sim_load(const char *dir, const char *gpu, const struct sim_workload *w, str
         struct sim_bs *b = bs_slot(job, bs, false);
         if (!b && bs > largest)
             add_unfit(job, bs);
-        if (!b || b->n_paths == SIM_MAX_PATHS)
-            continue; /* no power data for this size on this GPU */
+        if (!b)
+            continue;                      /* no power data for this size on this GPU */
+        if (b->n_paths == SIM_MAX_PATHS) { /* not dropped unsaid: the replay would be another */
+            snprintf(err, errcap, "%s:%d: more than %d runs of batch size %lld", path, c.line,
+                     SIM_MAX_PATHS, (long long)bs);
+            rc = -1;
+            break;
+        }
         /* An empty cell, "nan" or another mark of a missing value (never_marker), or a
          * non-positive epoch: this run never reached the target. */
         if (!*cell(&c, 5) || !count(cell(&c, 5), &epoch))

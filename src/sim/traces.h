@@ -10,8 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIM_MAX_BS 64
-#define SIM_MAX_PATHS 64
+/* Batch sizes per workload and GPU (as many as a job may have), runs per batch size, power
+ * limits per batch size. */
+#define SIM_MAX_BS 256
+#define SIM_MAX_PATHS 256
 #define SIM_MAX_PL 32
 
 /* One recurring job to simulate: the README's job settings. */

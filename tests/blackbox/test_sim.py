@@ -165,6 +165,42 @@ class Sim(unittest.TestCase):
                                     os.path.join(long_line, "workloads.csv")),
                                 ":2: a line longer than")
 
+    def test_traces_with_many_sizes_and_runs(self):
+        """A workload of 200 batch sizes with 100 runs each replays (the replay held 64 sizes,
+        and dropped the runs past 64 unsaid); past 256 runs of a size it says so instead of
+        dropping them."""
+        with tempfile.TemporaryDirectory() as d:
+            sizes = [8 * (k + 1) for k in range(200)]
+
+            def write(runs):
+                with open(os.path.join(d, "summary_train.csv"), "w") as f:
+                    f.write("dataset,network,batch_size,optimizer,learning_rate,run,"
+                            "target_metric,target_epoch\n")
+                    for bs in sizes:
+                        for run in range(runs):
+                            f.write("w,n,%d,o,1,%d,0.5,%d\n" % (bs, run + 1, 5 + run % 3))
+
+            write(100)
+            with open(os.path.join(d, "summary_power_g.csv"), "w") as f:
+                f.write("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,"
+                        "average_power\n")
+                for bs in sizes:
+                    f.write("w,n,%d,o,100,%g,90\n" % (bs, 1000.0 / bs + 1))
+            wl = os.path.join(d, "workloads.csv")
+            with open(wl, "w") as f:
+                f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
+                        "default_batch_size\nw,n,o,0.5,true,50,%d\n" % sizes[-1])
+            out = os.path.join(d, "out")
+            got = sim("--traces", d, "--workloads", wl, "--gpu", "g", "--policy", "bso",
+                      "--seeds", "1-2", "--recurrences", "6", "--out", out,
+                      "--decisions", os.path.join(out, "d.csv"))
+            self.assertEqual(got.returncode, 0, got.stderr)
+            rows = decisions(os.path.join(out, "d.csv"))
+            self.assertGreater(len({r["batch_size"] for r in rows}), 1)
+            write(257)
+            self.assert_refused(sim("--traces", d, "--workloads", wl, "--gpu", "g"),
+                                "more than 256 runs of batch size 8")
+
     def test_oracle_on_synthetic_traces(self):
         with tempfile.TemporaryDirectory() as d:
             write_synthetic(d)
