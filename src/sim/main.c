@@ -261,11 +261,11 @@ int main(int argc, char **argv)
         }
     }
 
-    struct sim_workload ws[64];
+    struct sim_workload ws[SIM_MAX_JOBS];
     size_t n_ws;
     char err[512];
     if (workloads_file) {
-        int n = sim_read_workloads(workloads_file, ws, 64, err, sizeof err);
+        int n = sim_read_workloads(workloads_file, ws, SIM_MAX_JOBS, err, sizeof err);
         if (n < 0)
             return fail("%s", err);
         n_ws = (size_t)n;
@@ -295,7 +295,7 @@ int main(int argc, char **argv)
     for (char *g = strtok_r(gpu_list, ",", &save); g; g = strtok_r(NULL, ",", &save))
         for (size_t i = 0; i < picked; i++) {
             if (plan.n_jobs == SIM_MAX_JOBS)
-                return fail("too many workload x GPU pairs");
+                return fail("more than %d workload x GPU pairs", SIM_MAX_JOBS);
             if (sim_load(traces, g, &ws[i], &plan.jobs[plan.n_jobs], err, sizeof err) < 0)
                 return fail("%s", err);
             plan.n_jobs++;

@@ -201,6 +201,36 @@ class Sim(unittest.TestCase):
             self.assert_refused(sim("--traces", d, "--workloads", wl, "--gpu", "g"),
                                 "more than 256 runs of batch size 8")
 
+    def test_many_workloads(self):
+        """A workloads file of 100 workloads on two GPUs (200 pairs; the replay took 64)
+        replays every pair."""
+        with tempfile.TemporaryDirectory() as d:
+            names = ["toy%d" % k for k in range(100)]
+            with open(os.path.join(d, "summary_train.csv"), "w") as f:
+                f.write("dataset,network,batch_size,optimizer,learning_rate,run,target_metric,"
+                        "target_epoch\n")
+                for name in names:
+                    for bs, epochs in ((32, 10), (64, 20)):
+                        f.write("%s,net,%d,sgd,0.1,1,0.9,%d\n" % (name, bs, epochs))
+            for gpu in ("g1", "g2"):
+                with open(os.path.join(d, "summary_power_%s.csv" % gpu), "w") as f:
+                    f.write("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,"
+                            "average_power\n")
+                    for name in names:
+                        f.write("%s,net,32,sgd,100,10,80\n%s,net,64,sgd,100,4,90\n"
+                                % (name, name))
+            wl = os.path.join(d, "workloads.csv")
+            with open(wl, "w") as f:
+                f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
+                        "default_batch_size\n")
+                f.writelines("%s,net,sgd,0.9,true,30,32\n" % name for name in names)
+            out = os.path.join(d, "out")
+            got = sim("--traces", d, "--workloads", wl, "--gpu", "g1,g2", "--policy", "zeus,bso",
+                      "--seeds", "1-1", "--recurrences", "3", "--out", out)
+            self.assertEqual(got.returncode, 0, got.stderr)
+            rows = decisions(os.path.join(out, "summary.csv"))
+            self.assertEqual(len({(r["workload"], r["gpu"]) for r in rows}), 200)
+
     def test_oracle_on_synthetic_traces(self):
         with tempfile.TemporaryDirectory() as d:
             write_synthetic(d)
