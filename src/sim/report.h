@@ -8,7 +8,7 @@
 #include "sim/sim.h"
 
 #define SIM_MAX_JOBS 256 /* workload x GPU pairs */
-#define SIM_MAX_ARMS 8   /* (policy, power, profile) combinations */
+#define SIM_MAX_ARMS 16  /* (policy, power, profile, move) combinations: all sixteen */
 
 struct sim_arm {
     int policy;   /* enum bso_policy */

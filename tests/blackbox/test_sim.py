@@ -231,6 +231,25 @@ class Sim(unittest.TestCase):
             rows = decisions(os.path.join(out, "summary.csv"))
             self.assertEqual(len({(r["workload"], r["gpu"]) for r in rows}), 200)
 
+    def test_every_arm_at_once(self):
+        """Both policies, both power modes, both profiles and both moves in one replay: the
+        sixteen arms each replay (the replay took eight)."""
+        with tempfile.TemporaryDirectory() as d:
+            write_synthetic(d)
+            write_second_gpu(d)
+            wl = os.path.join(d, "workloads.csv")
+            with open(wl, "w") as f:
+                f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
+                        "default_batch_size,samples_per_epoch\ntoy,net,sgd,0.9,true,30,64,1000\n")
+            out = os.path.join(d, "out")
+            got = sim("--traces", d, "--workloads", wl, "--gpu", "gpu1", "--policy", "zeus,bso",
+                      "--power", "max,jit", "--profile", "none,probe", "--change", "4:gpu=gpu2",
+                      "--seeds", "1-2", "--recurrences", "8", "--out", out)
+            self.assertEqual(got.returncode, 0, got.stderr)
+            arms = {(r["policy"], r["power"], r["profile"], r["move"])
+                    for r in decisions(os.path.join(out, "summary.csv"))}
+            self.assertEqual(len(arms), 16, arms)
+
     def test_oracle_on_synthetic_traces(self):
         with tempfile.TemporaryDirectory() as d:
             write_synthetic(d)
