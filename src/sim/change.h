@@ -25,7 +25,7 @@
 
 #include "sim/traces.h"
 
-#define SIM_MAX_CHANGES 16
+#define SIM_MAX_CHANGES 64 /* per replay: a drift in small steps, one every recurrence or so */
 
 enum sim_change_kind { SIM_CHANGE_EPOCHS, SIM_CHANGE_TIME, SIM_CHANGE_GPU };
 

@@ -936,6 +936,16 @@ class Sim(unittest.TestCase):
                 out = sim(*common, "--change", bad)
                 self.assertEqual(out.returncode, 2, bad)
                 self.assertIn(says, out.stderr, bad)
+            # A drift in small steps: 48 changes replay (the replay took 16), 65 are refused.
+            drift = ";".join("%d:epochs=1.01" % r for r in range(2, 50))
+            out = sim(*common, "--change", drift, "--seeds", "1", "--recurrences", "50")
+            self.assertEqual(out.returncode, 0, out.stderr)
+            with open(os.path.join(d, "changes.csv")) as f:
+                self.assertEqual(max(int(r["phase"]) for r in csv.DictReader(f)), 48)
+            out = sim(*common, "--change", ";".join("%d:time=1.01" % r for r in range(2, 67)),
+                      "--recurrences", "70")
+            self.assertEqual(out.returncode, 2)
+            self.assertIn("at most 64 changes", out.stderr)
             out = sim(*common, "--launches", "0")
             self.assertEqual(out.returncode, 2)
             out = sim(*common, "--move", "transfer")  # no move to another GPU to replay
