@@ -153,7 +153,7 @@ int main(int argc, char **argv)
             plan.opt.unfit_sizes = strcmp(v, "register") == 0;
         } else if (strcmp(a, "--recurrences") == 0) {
             if (!parse_num(v, &d) || d < 1 || d > 1e6 || d != floor(d))
-                return fail("--recurrences must be a whole number from 1"), 2;
+                return fail("--recurrences must be a whole number from 1 to 1000000"), 2;
             plan.opt.recurrences = (int64_t)d;
         } else if (strcmp(a, "--seeds") == 0) {
             long long x, y;
