@@ -141,7 +141,7 @@ int main(int argc, char **argv)
             plan.opt.probe.noise = d;
         } else if (strcmp(a, "--probe-steps") == 0) {
             if (!parse_num(v, &d) || d < 1 || d > 1e6 || d != floor(d))
-                return fail("--probe-steps must be a whole number from 1"), 2;
+                return fail("--probe-steps must be a whole number from 1 to 1000000"), 2;
             plan.opt.probe.steps = (int64_t)d;
         } else if (strcmp(a, "--keep-jobs") == 0) {
             if (strcmp(v, "yes") && strcmp(v, "no"))
