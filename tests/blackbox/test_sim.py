@@ -44,6 +44,14 @@ def write_synthetic(d, paths32=("10", "12", "10", ""), paths64=("20", "20", "20"
                 "default_batch_size\ntoy,net,sgd,0.9,true,30,64\n")
 
 
+def write_workloads_with_samples(path):
+    """write_synthetic's workload with its samples per epoch (1000), which a replay with
+    --profile probe charges the probe by."""
+    with open(path, "w") as f:
+        f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
+                "default_batch_size,samples_per_epoch\ntoy,net,sgd,0.9,true,30,64,1000\n")
+
+
 def write_second_gpu(d, top64=(5, 180)):
     """gpu2 for write_synthetic: 32 is the cheaper size per epoch there (it is not on gpu1);
     top64: 64's seconds per epoch and watts at the largest limit (200 W)."""
@@ -238,9 +246,7 @@ class Sim(unittest.TestCase):
             write_synthetic(d)
             write_second_gpu(d)
             wl = os.path.join(d, "workloads.csv")
-            with open(wl, "w") as f:
-                f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
-                        "default_batch_size,samples_per_epoch\ntoy,net,sgd,0.9,true,30,64,1000\n")
+            write_workloads_with_samples(wl)
             out = os.path.join(d, "out")
             got = sim("--traces", d, "--workloads", wl, "--gpu", "gpu1", "--policy", "zeus,bso",
                       "--power", "max,jit", "--profile", "none,probe", "--change", "4:gpu=gpu2",
@@ -390,9 +396,7 @@ class Sim(unittest.TestCase):
             self.assertIn("samples_per_epoch", out.stderr)
             for bad in (("--profile", "maybe"), ("--probe-noise", "-1"), ("--probe-steps", "0")):
                 self.assertEqual(sim(*base, "--workloads", wl, *bad).returncode, 2, bad)
-            with open(wl, "w") as f:
-                f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
-                        "default_batch_size,samples_per_epoch\ntoy,net,sgd,0.9,true,30,64,1000\n")
+            write_workloads_with_samples(wl)
             out = sim(*base, "--workloads", wl, "--profile", "none,probe", "--probe-noise", "0",
                       "--probe-steps", "10")
             self.assertEqual(out.returncode, 0, out.stderr)
@@ -445,9 +449,7 @@ class Sim(unittest.TestCase):
                 f.write("dataset,network,batch_size,optimizer,power_limit,time_per_epoch,"
                         "average_power\ntoy,net,64,sgd,200,5,180\ntoy,net,128,sgd,200,20,180\n")
             wl = os.path.join(d, "workloads.csv")
-            with open(wl, "w") as f:
-                f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
-                        "default_batch_size,samples_per_epoch\ntoy,net,sgd,0.9,true,30,64,1000\n")
+            write_workloads_with_samples(wl)
             tried = {}
             for profile in ("none", "probe"):
                 path = os.path.join(d, profile + ".csv")
@@ -1068,9 +1070,7 @@ class Sim(unittest.TestCase):
             write_synthetic(d)
             write_second_gpu(d, top64=(4, 170))  # 64 unlike gpu1's, so the probes cost apart
             wl = os.path.join(d, "workloads.csv")
-            with open(wl, "w") as f:
-                f.write("dataset,network,optimizer,target_metric,higher_is_better,max_epochs,"
-                        "default_batch_size,samples_per_epoch\ntoy,net,sgd,0.9,true,30,64,1000\n")
+            write_workloads_with_samples(wl)
             path = os.path.join(d, "runs.csv")
             out = sim("--traces", d, "--workloads", wl, "--gpu", "gpu1", "--policy", "bso",
                       "--seeds", "1", "--recurrences", "8", "--change", "5:gpu=gpu2",
