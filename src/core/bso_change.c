@@ -264,12 +264,8 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
     }
     if (s->successes == 0 || epochs < 2 || !(s->epochs_sum > 0))
         return all;
-    const double shift = cost / (double)epochs / bso_bs_cost_per_epoch(s);
-    /* A run or a size at no cost (a client that measures no time or energy) shows no level to
-     * move by: a factor of 0 wiped every size's costs, and the next run that cost something
-     * moved them by infinity, which left them not a number (and unstorable). */
-    if (!(shift > BSO_PER_EPOCH_SHIFT || shift < 1 / BSO_PER_EPOCH_SHIFT) || !(shift > 0) ||
-        isinf(shift))
+    const double shift = bso_bs_per_epoch_jump(s, cost, (double)epochs);
+    if (shift == 1)
         return all;
     for (size_t k = 0; k < job->spec.n_batch_sizes; k++) {
         struct bso_bs_stat *o = &job->stats[k];

@@ -304,10 +304,9 @@ static void decide(struct bso_job *job, size_t i, const struct bso_report *rep, 
         /* When this size's cost per epoch has jumped (the data grew), every size's has, most
          * likely: the bound moves with it, so that it still stops runs for their epochs and
          * does not stop every run at once. */
-        const double shift = s->successes > 0
-                                 ? out->cost / (double)rep->current_epoch / bso_bs_cost_per_epoch(s)
-                                 : 1;
-        const double moved = shift > BSO_PER_EPOCH_SHIFT && isfinite(shift) ? shift : 1;
+        const double jump =
+            s->successes > 0 ? bso_bs_per_epoch_jump(s, out->cost, (double)rep->current_epoch) : 1;
+        const double moved = jump > 1 ? jump : 1; /* only a jump up moves the bound */
         /* Beta times the expected cost of the size whose model costs least
          * (bso_policy_bound_size), which is never below the best's: a run within beta times the
          * best's cost is within the bound, and the size is looked up only past that. A run at

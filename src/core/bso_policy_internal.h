@@ -27,6 +27,11 @@ double bso_bs_mean_epochs(const struct bso_bs_stat *s);
 /* Its cost per epoch `per` without the guess that made it dearer when another size's cost
  * jumped (cost_shift): what it is judged by until a run tests the guess. */
 double bso_bs_unguessed(const struct bso_bs_stat *s, double per);
+/* The factor by which a run that cost `cost` in `epochs` epochs moved the size's cost per epoch,
+ * where it passes BSO_PER_EPOCH_SHIFT either way; 1 otherwise, and where either is at no cost
+ * (a client that measures no time or energy): a factor of 0 or infinity is no level to move by
+ * (one wiped every size's costs, and the next made them not a number). */
+double bso_bs_per_epoch_jump(const struct bso_bs_stat *s, double cost, double epochs);
 /* Its level of cost (cost_level): 1 where no jump moved it. */
 double bso_bs_cost_level(const struct bso_bs_stat *s);
 /* One more run that reached in e epochs, within a window of the last w runs (0: all). */

@@ -17,6 +17,13 @@ double bso_bs_unguessed(const struct bso_bs_stat *s, double per)
     return s->cost_shift > 1 ? per / s->cost_shift : per;
 }
 
+double bso_bs_per_epoch_jump(const struct bso_bs_stat *s, double cost, double epochs)
+{
+    const double shift = cost / epochs / bso_bs_cost_per_epoch(s);
+    const bool jumped = shift > BSO_PER_EPOCH_SHIFT || shift < 1 / BSO_PER_EPOCH_SHIFT;
+    return jumped && shift > 0 && isfinite(shift) ? shift : 1;
+}
+
 double bso_bs_cost_level(const struct bso_bs_stat *s)
 {
     return s->cost_level > 0 ? s->cost_level : 1;

@@ -10,9 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/spec.h"
+
 /* Batch sizes per workload and GPU (as many as a job may have), runs per batch size, power
  * limits per batch size. */
-#define SIM_MAX_BS 256
+#define SIM_MAX_BS BSO_MAX_BATCH_SIZES
 #define SIM_MAX_PATHS 256
 #define SIM_MAX_PL 32
 
