@@ -85,12 +85,6 @@ static void test_default_first_and_success(void **state)
     bso_job_clear(&job);
 }
 
-/* Whether batch size b is one of the job's. */
-static bool is_job_size(const struct bso_job *job, int64_t b)
-{
-    return bso_job_spec_index(&job->spec, b) >= 0;
-}
-
 /* A run that reaches the target at epoch 0 (the API allows it: an evaluation before any
  * training), at no cost: the policy counts it as one epoch, and every prediction after it is a
  * size of the job (it was batch size 0, read from before the job's list, for good). */
@@ -101,7 +95,7 @@ static void test_reaching_at_epoch_zero_counts_as_one_epoch(void **state)
     start(&job);
     for (int k = 0; k < 12; k++) {
         struct bso_trial t = predict_ok(&job);
-        assert_true(is_job_size(&job, t.batch_size));
+        assert_true(bso_job_spec_index(&job.spec, t.batch_size) >= 0); /* one of the job's */
         const struct bso_decision d = report_cost(&job, &t, 0, 0.95, 0);
         assert_true(d.stop_train && d.converged);
     }
