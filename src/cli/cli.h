@@ -52,10 +52,8 @@ const char *cli_str(json_t *o, const char *key);
 void cli_fmt_num(char *buf, size_t cap, json_t *v, int decimals);
 
 /* Walks every page of a list endpoint (base is its path with "?limit=..."; pages continue from
- * "next_after", a job id or a trial number) and appends each row of the array `key` to all,
- * or, when row is set, hands it to row() instead. */
-int cli_walk_pages(struct ctx *c, const char *base, const char *key, json_t *all,
-                   void (*row)(json_t *r));
+ * "next_after", a job id or a trial number) and appends each row of the array `key` to all. */
+int cli_walk_pages(struct ctx *c, const char *base, const char *key, json_t *all);
 
 /* Each row of a list endpoint to row(), under `header`, once every page has come (a request
  * that fails prints no table); with --json prints {key: [every row]} instead. */

@@ -46,7 +46,7 @@ static int html_report(struct ctx *c, const char *job_id, const char *out_path)
     json_t *trials = json_array();
     char base[1200];
     cli_job_path(job_id, "/trials?limit=1000", base, sizeof base);
-    int status = cli_walk_pages(c, base, "trials", trials, NULL);
+    int status = cli_walk_pages(c, base, "trials", trials);
     static const char *const names[] = {"/ui/uPlot.min.css", "/ui/style.css", "/ui/uPlot.min.js",
                                         "/ui/app.js"};
     char *assets[4] = {0};

@@ -97,8 +97,7 @@ void cli_fmt_num(char *buf, size_t cap, json_t *v, int decimals)
 /* Walks every page of a list endpoint (base is its path with "?limit=..."; pages continue from
  * "next_after", a job id or a trial number) and appends each row of the array `key` to all,
  * or, when row is set, hands it to row() instead. */
-int cli_walk_pages(struct ctx *c, const char *base, const char *key, json_t *all,
-                   void (*row)(json_t *r))
+int cli_walk_pages(struct ctx *c, const char *base, const char *key, json_t *all)
 {
     char path[1200];
     snprintf(path, sizeof path, "%s", base);
@@ -106,15 +105,8 @@ int cli_walk_pages(struct ctx *c, const char *base, const char *key, json_t *all
     for (;;) {
         if ((status = cli_check(c->cl, bso_client_get(c->cl, path))))
             break;
-        json_t *root = json_loads(bso_client_body(c->cl), 0, NULL), *r;
-        size_t i;
-        json_array_foreach(json_object_get(root, key), i, r)
-        {
-            if (row)
-                row(r);
-            else
-                json_array_append(all, r);
-        }
+        json_t *root = json_loads(bso_client_body(c->cl), 0, NULL);
+        json_array_extend(all, json_object_get(root, key)); /* no array there: nothing */
         json_t *next = json_object_get(root, "next_after");
         bool more = true;
         if (json_is_string(next)) {
@@ -140,7 +132,7 @@ int cli_each_row(struct ctx *c, const char *base, const char *key, const char *h
                  void (*row)(json_t *r))
 {
     json_t *all = json_array();
-    const int status = cli_walk_pages(c, base, key, all, NULL);
+    const int status = cli_walk_pages(c, base, key, all);
     if (status == 0 && c->json) {
         json_t *o = json_object();
         json_object_set(o, key, all);
