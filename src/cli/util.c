@@ -95,14 +95,20 @@ void cli_fmt_num(char *buf, size_t cap, json_t *v, int decimals)
 }
 
 /* Walks every page of a list endpoint (base is its path with "?limit=..."; pages continue from
- * "next_after", a job id or a trial number) and appends each row of the array `key` to all,
- * or, when row is set, hands it to row() instead. */
+ * "next_after", a job id or a trial number) and appends each row of the array `key` to all.
+ * A page that names itself as the next (a server that does not page as ours does) ends the
+ * walk with an error rather than asking for it forever. */
 int cli_walk_pages(struct ctx *c, const char *base, const char *key, json_t *all)
 {
-    char path[1200];
+    char path[1200], previous[sizeof path] = "";
     snprintf(path, sizeof path, "%s", base);
     int status;
     for (;;) {
+        if (strcmp(path, previous) == 0) {
+            cli_die("the server named the page %s as its own next page; stopping", path);
+            return 1;
+        }
+        snprintf(previous, sizeof previous, "%s", path);
         if ((status = cli_check(c->cl, bso_client_get(c->cl, path))))
             break;
         json_t *root = json_loads(bso_client_body(c->cl), 0, NULL);

@@ -1,8 +1,10 @@
 """The bso command against a real server and the fake NVML."""
+import http.server
 import json
 import os
 import re
 import subprocess
+import threading
 import unittest
 
 from harness import Server
@@ -317,6 +319,32 @@ class Cli(unittest.TestCase):
         self.assertEqual(ids, ["page-%04d" % k for k in range(1005)])
         table = self.bso("jobs").stdout.splitlines()
         self.assertEqual(sum(1 for l in table if l.startswith("page-")), 1005)
+
+    def test_a_page_that_names_itself_next_ends_the_walk(self):
+        # A server that does not page as ours does: every page says the same page comes next.
+        class SamePage(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps({"jobs": [{"job_id": "loop"}], "next_after": "loop"}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SamePage)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        try:
+            url = "http://127.0.0.1:%d" % httpd.server_address[1]
+            out = self.bso("jobs", env={"BSO_SERVER_URL": url})  # the old code asked forever
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("as its own next page", out.stderr)
+            self.assertEqual(out.stdout, "")
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
 
     def test_usage_errors(self):
         self.assertEqual(self.bso("help").returncode, 0)
