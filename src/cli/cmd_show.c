@@ -17,10 +17,18 @@ static void show_bs_stats(json_t *stats, bool declared)
     size_t i;
     int64_t best = -1, building_at = -1;
     double best_cost = INFINITY, building = 0.5; /* said below from half the alarm on */
+    bool any_prior = false;
     json_array_foreach(stats, i, st)
     {
         char epochs[32], per[32], cost[32];
         cli_fmt_num(epochs, sizeof epochs, json_object_get(st, "mean_epochs"), 2);
+        /* Not yet reached here, but inherited from the job this one was transferred from: a
+         * prior, in brackets. */
+        const double prior = json_number_value(json_object_get(st, "prior_epochs"));
+        if (!json_is_number(json_object_get(st, "mean_epochs")) && prior > 0) {
+            snprintf(epochs, sizeof epochs, "(%.2f)", prior);
+            any_prior = true;
+        }
         cli_fmt_num(per, sizeof per, json_object_get(st, "cost_per_epoch"), 1);
         cli_fmt_num(cost, sizeof cost, json_object_get(st, "expected_cost"), 1);
         const int64_t bs = json_integer_value(json_object_get(st, "batch_size"));
@@ -49,6 +57,9 @@ static void show_bs_stats(json_t *stats, bool declared)
             best = bs;
         }
     }
+    if (any_prior)
+        printf("(epochs): inherited from the job this one was transferred from, until its own "
+               "runs reach\n");
     if (best >= 0)
         printf("\nbest batch size so far: %" PRId64 " (lowest expected cost %.1f)\n", best,
                best_cost);
@@ -121,16 +132,25 @@ int cmd_show(struct ctx *c)
         return status;
     json_t *job = json_loads(bso_client_body(cl), 0, NULL);
     json_t *trials = json_object_get(job, "trials");
-    char cost[32];
-    cli_fmt_num(cost, sizeof cost, json_object_get(job, "min_cost"), 1);
-    printf("job      %s\nstage    %s\ntrials   %" PRId64 " (%" PRId64 " succeeded, %" PRId64
-           " failed, %" PRId64 " running)\nmin cost %s at batch size %" PRId64 "\n",
-           cli_str(job, "job_id"), cli_str(job, "stage"),
+    /* The bso policy has no pruning stage: its wire stage (Zeus's names, for Zeus's clients)
+     * says only whether Thompson sampling has begun. */
+    const char *policy = cli_str(json_object_get(job, "spec"), "policy");
+    const char *stage = cli_str(job, "stage");
+    if (strcmp(policy, "bso") == 0)
+        stage = strcmp(stage, "MAB") == 0 ? "Thompson sampling (MAB)" : "search";
+    printf("job      %s\npolicy   %s\nstage    %s\ntrials   %" PRId64 " (%" PRId64
+           " succeeded, %" PRId64 " failed, %" PRId64 " running)\n",
+           cli_str(job, "job_id"), policy, stage,
            (int64_t)json_integer_value(json_object_get(trials, "total")),
            (int64_t)json_integer_value(json_object_get(trials, "succeeded")),
            (int64_t)json_integer_value(json_object_get(trials, "failed")),
-           (int64_t)json_integer_value(json_object_get(trials, "dispatched")), cost,
-           (int64_t)json_integer_value(json_object_get(job, "min_cost_batch_size")));
+           (int64_t)json_integer_value(json_object_get(trials, "dispatched")));
+    json_t *min_cost = json_object_get(job, "min_cost");
+    if (json_is_number(min_cost))
+        printf("min cost %.1f at batch size %" PRId64 "\n", json_number_value(min_cost),
+               (int64_t)json_integer_value(json_object_get(job, "min_cost_batch_size")));
+    else
+        printf("min cost none yet (no run has reached the target)\n");
     json_t *arms = json_object_get(job, "arms"), *a;
     size_t i;
     int64_t best = -1;

@@ -45,7 +45,7 @@ class Cli(unittest.TestCase):
             self.assertEqual(out.stdout, "stop: converged. Train succeeded\n", out.stderr)
         self.assertEqual(self.bso("next", "cli job/1").returncode, 0)  # the bandit's first pick
         show = self.bso("show", "cli job/1").stdout
-        self.assertIn("stage    MAB", show)
+        self.assertIn("policy   zeus\nstage    MAB", show)
         self.assertRegex(show, r"best batch size so far: 32 ")  # cost 2000 beats 2100 and 2250
         self.assertRegex(show, r"\n\s+16\s+1\s+2250\.0\s+0 \(exact\)")
         trials = self.bso("trials", "cli job/1").stdout.splitlines()
@@ -79,7 +79,8 @@ class Cli(unittest.TestCase):
         # The default, then one octave up (assumed cheaper per epoch), then the best so far.
         self.assertEqual(sizes, [32, 64, 64])
         show = self.bso("show", "cli-bso").stdout
-        self.assertIn("stage    MAB", show)
+        self.assertIn("policy   bso\nstage    Thompson sampling (MAB)", show)
+        self.assertIn("min cost 2300.0 at batch size 64", show)
         self.assertRegex(show, r"\n\s+32 good\s+1\s+1\s+0\s+2\.00\s+2000\.0\s+4000\.0\s+-\n")
         self.assertRegex(show, r"\n\s+64 good\s+2\s+2\s+0\s+2\.00\s+1150\.0\s+2300\.0\s+-\n")
         self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+0\s+-\s+-\s+-\s+-\n")

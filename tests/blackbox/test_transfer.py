@@ -127,6 +127,17 @@ class Transfer(unittest.TestCase):
             out = subprocess.run([CLI, "--server", url, "show", "tr-b"], capture_output=True,
                                  text=True, timeout=60)
             self.assertIn("transferred from tr-a", out.stdout)
+            # Each size tr-a reached at shows its epochs there, in brackets, until tr-b's own
+            # runs reach; the others show none.
+            priors = {r["batch_size"]: r["prior_epochs"]
+                      for r in srv.request("GET", "/jobs/tr-b")[1]["batch_size_stats"]}
+            for bs, prior in priors.items():
+                shown = r"\(%.2f\)" % prior if prior else r"-"
+                self.assertRegex(out.stdout, r"\n\s+%d untried\s+0\s+0\s+0\s+%s\s" % (bs, shown))
+            self.assertTrue(any(priors.values()))
+            self.assertIn("min cost none yet", out.stdout)
+            self.assertIn("(epochs): inherited from the job this one was transferred from",
+                          out.stdout)
             status, body = srv.request("POST", "/jobs/tr-b/transfer", {"from": "tr-a"})
             self.assertEqual(status, 200, body)
             self.assertEqual(body["transferred_from"]["job_id"], "tr-a")
