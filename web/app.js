@@ -157,16 +157,20 @@ function chart(title, xs, series, opts = {}) {
 
 /* ---- pages ------------------------------------------------------------------------------- */
 
+// The bso policy has no pruning stage: its wire stage (Zeus's names, for Zeus's clients) says
+// only whether Thompson sampling has begun.
+const stageName = (stage, policy) => policy === 'bso' ? (stage === 'MAB' ? 'Thompson sampling' : 'search') : stage;
+
 async function jobsPage() {
   const jobs = await allJobs();
   const rows = await Promise.all(jobs.map(async j => {
     const [job, trials] = await Promise.all([api('/jobs/' + encodeURIComponent(j.job_id)),
                                              allTrials(j.job_id)]);
-    return { j, job, sum: summarize(job, trials) };
+    return { j, job, sum: summarize(job, trials), stage: stageName(j.stage, job.spec.policy || 'zeus') };
   }));
   const filter = el('input', { type: 'search', id: 'filter', placeholder: 'Filter by job, GPU or stage' });
   const cols = [
-    ['Job', r => r.j.job_id], ['Policy', r => r.job.spec.policy || 'zeus'], ['Stage', r => r.j.stage],
+    ['Job', r => r.j.job_id], ['Policy', r => r.job.spec.policy || 'zeus'], ['Stage', r => r.stage],
     ['GPU', r => r.j.gpu_model], ['Trials', r => r.j.trials, true],
     ['Best batch size', r => r.sum.best, true], ['Savings vs default', r => r.sum.savings, true],
     ['Last activity', r => r.sum.last],
@@ -175,7 +179,7 @@ async function jobsPage() {
   const table = el('table', { id: 'jobs' });
   const draw = () => {
     const q = filter.value.toLowerCase();
-    const shown = rows.filter(r => !q || [r.j.job_id, r.j.gpu_model, r.j.stage].join(' ').toLowerCase().includes(q));
+    const shown = rows.filter(r => !q || [r.j.job_id, r.j.gpu_model, r.stage].join(' ').toLowerCase().includes(q));
     const key = cols[sortCol][1];
     shown.sort((a, b) => {
       const x = key(a), y = key(b);
@@ -191,7 +195,7 @@ async function jobsPage() {
       el('td', {}, el('a', { href: '#/jobs/' + encodeURIComponent(r.j.job_id), text: r.j.job_id })),
       el('td', { text: r.job.spec.policy || 'zeus' }),
       // A job whose target no size is expected to reach within max_epochs: its page says more.
-      el('td', {}, r.j.stage, ...(r.j.target_out_of_reach ? [' ', el('span', { class: 'tag unreachable',
+      el('td', { class: 'stage' }, r.stage, ...(r.j.target_out_of_reach ? [' ', el('span', { class: 'tag unreachable',
         title: 'No batch size is expected to reach the target within max_epochs', text: 'target out of reach' })] : [])),
       el('td', { text: r.j.gpu_model }), el('td', { class: 'num', text: String(r.j.trials) }),
       el('td', { class: 'num', text: r.sum.best === null ? '–' : String(r.sum.best) }),
@@ -208,7 +212,7 @@ function jobView(job, trials) {
   const spec = job.spec;
   const sizes = spec.batch_sizes.slice().sort((a, b) => a - b);
   const cards = el('div', { class: 'cards' },
-    ...[['Stage', job.stage], ['Policy', spec.policy || 'zeus'], ['Trials', trials.length],
+    ...[['Stage', stageName(job.stage, spec.policy || 'zeus')], ['Policy', spec.policy || 'zeus'], ['Trials', trials.length],
         ['Best batch size', sum.best === null ? '–' : sum.best],
         ['Default batch size', spec.default_batch_size],
         ['Savings vs default', pct(sum.savings)]].map(([k, v]) => el('div', { class: 'card' }, k, el('b', { text: String(v) }))));

@@ -138,7 +138,10 @@ class Dashboard(unittest.TestCase):
         cls.jobs = []
         for j in cls.get("/jobs")["jobs"]:
             job = cls.get("/jobs/" + j["job_id"])
+            bso = job["spec"].get("policy") == "bso"
             cls.jobs.append({"job_id": j["job_id"], "trials": j["trials"],
+                             "stage": ("Thompson sampling" if job["stage"] == "MAB" else "search")
+                                      if bso else job["stage"],
                              "batch_sizes": len(job["spec"]["batch_sizes"]),
                              "default_batch_size": job["spec"]["default_batch_size"],
                              "power_profiles": len(job["power_profiles"]),

@@ -46,6 +46,11 @@ try {
   const unreachable = expected.jobs.filter(j => j.out_of_reach).map(j => j.job_id);
   check(tagged.length === unreachable.length && unreachable.every(id => tagged.includes(id)),
     `jobs list tags ${unreachable.join(', ')} as out of reach, and no other`);
+  // The stage in words: a bso job's is its search or Thompson sampling, not Zeus's Pruning.
+  const stages = await page.$$eval('tr.job-row', trs => Object.fromEntries(trs.map(tr =>
+    [tr.querySelector('td:first-child').textContent, tr.querySelector('td.stage').firstChild.textContent])));
+  check(expected.jobs.every(j => stages[j.job_id] === j.stage),
+    `jobs list says each job's stage (${expected.jobs.map(j => j.job_id + ': ' + stages[j.job_id]).join(', ')})`);
   await page.screenshot({ path: path.join(outDir, 'jobs.png'), fullPage: true });
   await page.click('th:has-text("Trials")');
   const trialsAsc = await page.$$eval('tr.job-row td:nth-child(5)', tds => tds.map(td => Number(td.textContent)));
