@@ -50,6 +50,10 @@ const char *cli_str(json_t *o, const char *key);
 
 /* A number with that many decimals, or "-" for null. */
 void cli_fmt_num(char *buf, size_t cap, json_t *v, int decimals);
+/* A job's stage in words: under the bso policy, which has no pruning stage and whose wire stage
+ * (Zeus's names, for Zeus's clients) says only whether Thompson sampling has begun, "search" or
+ * "Thompson sampling (MAB)" ("Thompson" when brief); under the zeus policy, the stage itself. */
+const char *cli_stage(const char *stage, const char *policy, bool brief);
 
 /* Walks every page of a list endpoint (base is its path with "?limit=..."; pages continue from
  * "next_after", a job id or a trial number) and appends each row of the array `key` to all. */

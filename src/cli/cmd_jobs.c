@@ -12,7 +12,7 @@ static void job_row(json_t *j)
     char cost[32];
     cli_fmt_num(cost, sizeof cost, json_object_get(j, "min_cost"), 1);
     printf("%-32s %-8s %-6s %7" PRId64 " %14s %10" PRId64 "  %s%s\n", cli_str(j, "job_id"),
-           cli_str(j, "stage"), cli_str(j, "policy"),
+           cli_stage(cli_str(j, "stage"), cli_str(j, "policy"), true), cli_str(j, "policy"),
            (int64_t)json_integer_value(json_object_get(j, "trials")), cost,
            (int64_t)json_integer_value(json_object_get(j, "min_cost_batch_size")),
            cli_str(j, "gpu_model"),

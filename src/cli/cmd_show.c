@@ -132,12 +132,8 @@ int cmd_show(struct ctx *c)
         return status;
     json_t *job = json_loads(bso_client_body(cl), 0, NULL);
     json_t *trials = json_object_get(job, "trials");
-    /* The bso policy has no pruning stage: its wire stage (Zeus's names, for Zeus's clients)
-     * says only whether Thompson sampling has begun. */
     const char *policy = cli_str(json_object_get(job, "spec"), "policy");
-    const char *stage = cli_str(job, "stage");
-    if (strcmp(policy, "bso") == 0)
-        stage = strcmp(stage, "MAB") == 0 ? "Thompson sampling (MAB)" : "search";
+    const char *stage = cli_stage(cli_str(job, "stage"), policy, false);
     printf("job      %s\npolicy   %s\nstage    %s\ntrials   %" PRId64 " (%" PRId64
            " succeeded, %" PRId64 " failed, %" PRId64 " running)\n",
            cli_str(job, "job_id"), policy, stage,

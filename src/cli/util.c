@@ -85,6 +85,15 @@ const char *cli_str(json_t *o, const char *key)
     return s ? s : "-";
 }
 
+const char *cli_stage(const char *stage, const char *policy, bool brief)
+{
+    if (strcmp(policy, "bso") != 0)
+        return stage;
+    if (strcmp(stage, "MAB") == 0)
+        return brief ? "Thompson" : "Thompson sampling (MAB)";
+    return "search";
+}
+
 /* A number with that many decimals, or "-" for null. */
 void cli_fmt_num(char *buf, size_t cap, json_t *v, int decimals)
 {

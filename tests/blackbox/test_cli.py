@@ -81,6 +81,8 @@ class Cli(unittest.TestCase):
         show = self.bso("show", "cli-bso").stdout
         self.assertIn("policy   bso\nstage    Thompson sampling (MAB)", show)
         self.assertIn("min cost 2300.0 at batch size 64", show)
+        row = [l for l in self.bso("jobs").stdout.splitlines() if l.startswith("cli-bso ")]
+        self.assertEqual(row[0].split()[1:3], ["Thompson", "bso"])
         self.assertRegex(show, r"\n\s+32 good\s+1\s+1\s+0\s+2\.00\s+2000\.0\s+4000\.0\s+-\n")
         self.assertRegex(show, r"\n\s+64 good\s+2\s+2\s+0\s+2\.00\s+1150\.0\s+2300\.0\s+-\n")
         self.assertRegex(show, r"\n\s+16 untried\s+0\s+0\s+0\s+-\s+-\s+-\s+-\n")
@@ -207,6 +209,7 @@ class Cli(unittest.TestCase):
                     if line.startswith("cli-reach ")]
             self.assertEqual(len(rows), 1)
             self.assertEqual(rows[0].split()[2], "bso")  # JOB STAGE POLICY ...
+            self.assertIn(rows[0].split()[1], ("search", "Thompson"))  # no pruning stage
             return "(target out of reach)" in rows[0]
 
         self.assertEqual(run(4), (64, 4, True))
