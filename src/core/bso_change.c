@@ -258,9 +258,12 @@ static bool follow_epoch_cost(struct bso_job *job, size_t i, double cost, int64_
                 o->cost_sum /= o->cost_shift;
                 o->cost_level = bso_bs_cost_level(o) / o->cost_shift;
             }
+            /* A mark dropped elsewhere changes that size too, confirmed or not: the caller
+             * stores every size then (only size i's was stored when the guess held, and a
+             * server that read the job back kept the marks its replay in process dropped). */
+            all |= k != i && o->cost_shift != 0;
             o->cost_shift = 0;
         }
-        all = !whole_job;
     }
     if (s->successes == 0 || epochs < 2 || !(s->epochs_sum > 0))
         return all;
