@@ -174,6 +174,110 @@ static void test_runs_at_no_cost_then_some_are_stored(void **state)
     bso_store_close(st);
 }
 
+/* What a run at batch size bs needs in the made-up job of test_service_decides_as_in_memory at
+ * its run k: epochs to the target (a little noise), and seconds per epoch. The job changes as
+ * it goes: every size's epochs get dearer (more data), then only the large sizes' cheaper, then
+ * the small sizes need more epochs than max_epochs allows. */
+static void made_up_run(int64_t bs, int k, uint32_t *noise, int64_t *needed, double *per_epoch)
+{
+    const double base = 7 + 3 * fabs(log2((double)bs / 64)); /* fewest at 64 */
+    *noise = *noise * 1664525u + 1013904223u;
+    const double jitter = (double)(*noise >> 30) - 1.5; /* -1.5 .. 1.5 */
+    double epochs = base + jitter;
+    if (k >= 45 && bs <= 64)
+        epochs *= 1.6;
+    *needed = (int64_t)ceil(epochs);
+    *per_epoch = 40 / pow((double)bs, 0.6) + 1;
+    if (k >= 15)
+        *per_epoch *= 1.5;
+    if (k >= 30 && bs >= 128)
+        *per_epoch *= 0.6;
+}
+
+/* The service, which reads the job back from the store for every request (no cache), decides
+ * exactly as the same job kept in memory, through changes in epochs and in cost per epoch, runs
+ * that end without a report and a change the user declares: whatever a decision changes in the
+ * job is stored. A run that bore out a guessed jump in cost per epoch changed other sizes than
+ * its own, and only its own was stored. */
+static void test_service_decides_as_in_memory(void **state)
+{
+    (void)state;
+    for (int window = 0; window <= 3; window += 3) {
+        struct bso_store *st = open_store("sqlite:///:memory:");
+        struct bso_session *s = session(st);
+        struct bso_job_spec spec;
+        struct bso_spec_errors errs = {0};
+        char msg[BSO_SVC_MSG_MAX];
+        bool created, switched;
+        explorer_job_spec(&spec, 64);
+        snprintf(spec.job_id, sizeof spec.job_id, "in-memory-%d", window);
+        spec.policy = BSO_POLICY_BSO;
+        spec.window_size = window;
+        spec.has_mab_seed = true;
+        spec.mab_seed = 7;
+        spec.has_beta_knob = true;
+        spec.beta_knob = 2;
+        spec.target_metric = 0.5;
+        spec.higher_is_better_metric = true;
+        spec.max_epochs = 20;
+        assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
+        assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_BSO, &created, NULL, msg), 0);
+        struct bso_job mem;
+        const uint32_t unused[1] = {0};
+        assert_int_equal(bso_job_init(&mem, &spec, unused, 1), 0);
+        uint32_t noise = 12345;
+        for (int k = 0; k < 70; k++) {
+            struct bso_trial t, m;
+            unsigned changed;
+            size_t at;
+            const int rs =
+                bso_svc_predict(s, spec.job_id, &t, &switched, NULL, NULL, &power_w, msg);
+            const int rm = bso_job_predict(&mem, &m, &changed);
+            if (rs != rm || (rs == 0 && (t.batch_size != m.batch_size || t.number != m.number)))
+                fail_msg("window %d, run %d: the service handed out %lld (trial %lld, rc %d), "
+                         "the job in memory %lld (trial %lld, rc %d)",
+                         window, k, (long long)t.batch_size, (long long)t.number, rs,
+                         (long long)m.batch_size, (long long)m.number, rm);
+            if (rs != 0)
+                continue;
+            const struct bso_trial_key key = {spec.job_id, t.batch_size, t.number};
+            if (k % 17 == 16) { /* it ended without a report */
+                assert_int_equal(bso_svc_end_trial(s, &key, msg), 0);
+                bso_job_end_trial(&mem, &m, &changed, &at);
+                continue;
+            }
+            int64_t needed;
+            double per_epoch;
+            made_up_run(t.batch_size, k, &noise, &needed, &per_epoch);
+            for (int64_t e = 1;; e++) {
+                const struct bso_report r = {.time = per_epoch * (double)e,
+                                             .energy = 200 * per_epoch * (double)e,
+                                             .metric = e >= needed ? 0.9 : 0.1,
+                                             .current_epoch = e};
+                struct bso_decision ds, dm;
+                if (bso_svc_report(s, &key, &r, &ds, msg) != 0)
+                    fail_msg("window %d, run %d, epoch %lld: %s", window, k, (long long)e, msg);
+                assert_int_equal(bso_job_report(&mem, &m, &r, &dm, &changed, &at), 0);
+                if (ds.stop_train != dm.stop_train || ds.converged != dm.converged)
+                    fail_msg("window %d, run %d at %lld, epoch %lld: the service says %s, the job "
+                             "in memory %s",
+                             window, k, (long long)t.batch_size, (long long)e, ds.message,
+                             dm.message);
+                if (ds.stop_train)
+                    break;
+            }
+            if (k == 52) { /* the user says the job changed */
+                int64_t sizes;
+                assert_int_equal(bso_svc_declare_change(s, spec.job_id, &sizes, msg), 0);
+                assert_int_equal((size_t)sizes, bso_policy_declare_change(&mem));
+            }
+        }
+        bso_job_clear(&mem);
+        bso_session_release(s);
+        bso_store_close(st);
+    }
+}
+
 static void test_golden_across_restarts(void **state)
 {
     (void)state;
@@ -555,6 +659,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_across_restarts),
         cmocka_unit_test(test_runs_at_no_cost_then_some_are_stored),
+        cmocka_unit_test(test_service_decides_as_in_memory),
         cmocka_unit_test(test_register_and_messages),
         cmocka_unit_test(test_failed_request_changes_nothing),
         cmocka_unit_test(test_open_errors_and_migrations),
