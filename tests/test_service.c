@@ -132,6 +132,23 @@ static void test_progress_points(void **state)
     bso_store_close(st);
 }
 
+/* Registers spec (made a bso-policy job reaching at a metric of 0.5 or more) through the
+ * service, on a new in-memory SQLite store; *st and the returned session are the caller's. */
+static struct bso_session *register_bso_job(struct bso_store **st, struct bso_job_spec *spec)
+{
+    struct bso_spec_errors errs = {0};
+    char msg[BSO_SVC_MSG_MAX];
+    bool created;
+    *st = open_store("sqlite:///:memory:");
+    struct bso_session *s = session(*st);
+    spec->policy = BSO_POLICY_BSO;
+    spec->target_metric = 0.5;
+    spec->higher_is_better_metric = true;
+    assert_int_equal(bso_job_spec_validate(spec, &errs), 0);
+    assert_int_equal(bso_svc_register(s, spec, BSO_POLICY_BSO, &created, NULL, msg), 0);
+    return s;
+}
+
 /* A bso-policy job whose runs reach in 3 epochs at a cost per epoch of 1, then of nothing at all
  * (a client that measures no time or energy), then of 100: every report is stored, and every
  * prediction is one of the job's sizes. A run at no cost read as the job's cost per epoch jumping
@@ -141,20 +158,14 @@ static void test_progress_points(void **state)
 static void test_runs_at_no_cost_then_some_are_stored(void **state)
 {
     (void)state;
-    struct bso_store *st = open_store("sqlite:///:memory:");
-    struct bso_session *s = session(st);
+    struct bso_store *st;
     struct bso_job_spec spec;
-    struct bso_spec_errors errs = {0};
     char msg[BSO_SVC_MSG_MAX];
-    bool created, switched;
+    bool switched;
     fake_job_spec(&spec);
     spec.window_size = 0;
-    spec.target_metric = 0.5;
-    spec.higher_is_better_metric = true;
     spec.max_epochs = 10;
-    spec.policy = BSO_POLICY_BSO;
-    assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
-    assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_BSO, &created, NULL, msg), 0);
+    struct bso_session *s = register_bso_job(&st, &spec);
     for (int k = 0; k < 30; k++) {
         struct bso_trial t;
         if (bso_svc_predict(s, spec.job_id, &t, &switched, NULL, NULL, &power_w, msg) != 0)
@@ -203,25 +214,19 @@ static void test_service_decides_as_in_memory(void **state)
 {
     (void)state;
     for (int window = 0; window <= 3; window += 3) {
-        struct bso_store *st = open_store("sqlite:///:memory:");
-        struct bso_session *s = session(st);
+        struct bso_store *st;
         struct bso_job_spec spec;
-        struct bso_spec_errors errs = {0};
         char msg[BSO_SVC_MSG_MAX];
-        bool created, switched;
+        bool switched;
         explorer_job_spec(&spec, 64);
         snprintf(spec.job_id, sizeof spec.job_id, "in-memory-%d", window);
-        spec.policy = BSO_POLICY_BSO;
         spec.window_size = window;
         spec.has_mab_seed = true;
         spec.mab_seed = 7;
         spec.has_beta_knob = true;
         spec.beta_knob = 2;
-        spec.target_metric = 0.5;
-        spec.higher_is_better_metric = true;
         spec.max_epochs = 20;
-        assert_int_equal(bso_job_spec_validate(&spec, &errs), 0);
-        assert_int_equal(bso_svc_register(s, &spec, BSO_POLICY_BSO, &created, NULL, msg), 0);
+        struct bso_session *s = register_bso_job(&st, &spec);
         struct bso_job mem;
         const uint32_t unused[1] = {0};
         assert_int_equal(bso_job_init(&mem, &spec, unused, 1), 0);
