@@ -135,7 +135,8 @@ class Sim(unittest.TestCase):
                           "--seeds", "1-3", "--recurrences", "12", "--out", out,
                           "--decisions", os.path.join(out, "d.csv"))
                 self.assertEqual(got.returncode, 0, (traces, got.stderr))
-                return open(os.path.join(out, "d.csv")).read()
+                with open(os.path.join(out, "d.csv")) as f:
+                    return f.read()
 
             expected = replay(plain)
             variants = {
