@@ -132,7 +132,8 @@ static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_jo
     int64_t expect = 1, after = 0;
     for (;;) {
         char path[256];
-        snprintf(path, sizeof path, "/jobs/%s/trials?limit=1000&after=%" PRId64, id, after);
+        const int64_t from = after;
+        snprintf(path, sizeof path, "/jobs/%s/trials?limit=1000&after=%" PRId64, id, from);
         int rc = bso_api_get(cl, path);
         if (rc < 0) {
             free(ts);
@@ -182,6 +183,13 @@ static long verify_job(struct bso_http *cl, const char *id, struct bso_ledger_jo
         json_decref(page);
         if (!more)
             break;
+        /* A page that brought no trial past the last one asked from would be asked for again
+         * and again (a server that does not page as ours does). */
+        if (after <= from) {
+            found =
+                problem(found, err, id, "the next page of trials starts where this one did", after);
+            break;
+        }
     }
     while (next < lg->n)
         found = problem(found, err, id, "handed out but not stored", lg->trials[next++].number);

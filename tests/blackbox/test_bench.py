@@ -303,6 +303,50 @@ class Bench(unittest.TestCase):
         self.assertIn("arm results differ from a recount of its trials", out.stderr)
         self.assertIn("verify      FAILED", out.stdout)
 
+    def test_verify_ends_on_pages_that_do_not_advance(self):
+        """A fake server whose list of a job's trials always says that another page follows, and
+        sends the same one: --verify says so and ends (it asked for that page forever)."""
+        trials = {}
+        lock = threading.Lock()
+
+        class Stuck(FakeHandler):
+            def do_POST(self):
+                b = self.body()
+                if self.path == "/jobs":
+                    trials.setdefault(b["job_id"], [])
+                    return self.answer(201, b)
+                self.answer(200, {"stop_train": True, "converged": True, "message": "ok"})
+
+            def do_PATCH(self):
+                self.body()
+                self.answer(200, None)
+
+            def do_GET(self):
+                m = re.match(r"/jobs/batch_size\?job_id=(.*)", self.path)
+                if m and m.group(1) in trials:
+                    with lock:
+                        n = len(trials[m.group(1)]) + 1
+                        trials[m.group(1)].append({"trial_number": n, "batch_size": 256,
+                                                   "status": "Succeeded", "time": 1.0})
+                    return self.answer(200, {"job_id": m.group(1), "batch_size": 256,
+                                             "trial_number": n})
+                m = re.match(r"/jobs/(.*)/trials\?", self.path)
+                if m and m.group(1) in trials:
+                    with lock:
+                        rows = list(trials[m.group(1)][:1])
+                    return self.answer(200, {"trials": rows, "next_after": 1})
+                self.answer(404, {"message": "Not found"})
+
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stuck)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        try:
+            out = bench("--url", "http://127.0.0.1:%d" % httpd.server_address[1], "--duration",
+                        "1", "--jobs", "1", "--concurrency", "1", "--verify")
+        finally:
+            httpd.shutdown()
+        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
+        self.assertIn("the next page of trials starts where this one did", out.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
