@@ -87,6 +87,13 @@ function failedBeforeTransfer(job, bs) {
   return !!(job.transferred_from && stat && stat.status === 'failed' && stat.runs === 0);
 }
 
+/* The epochs a transferred job inherited at bs, while it has not reached there itself; null
+ * otherwise (`bso show` prints the same in brackets). */
+function inheritedEpochs(job, bs) {
+  const stat = (job.batch_size_stats || []).find(s => s.batch_size === bs);
+  return job.transferred_from && stat && stat.prior_epochs > 0 && stat.mean_epochs === null ? stat.prior_epochs : null;
+}
+
 /* Each size's status: what the policy says of it. */
 function sizeStatus(job, bs) {
   if ((job.unfit_batch_sizes || []).includes(bs)) return 'unfit';
@@ -294,6 +301,9 @@ function jobView(job, trials) {
       const status = failedBeforeTransfer(job, bs)
         ? el('span', { class: 'tag ' + st + ' carried', text: st + ' (in ' + job.transferred_from.job_id + ')',
                        title: 'It never reached in ' + job.transferred_from.job_id + ', its runs there running out of epochs; not run here yet.' })
+        : inheritedEpochs(job, bs) !== null
+        ? el('span', { class: 'tag ' + st + ' inherited', text: st + ' (' + fmt(inheritedEpochs(job, bs)) + ' epochs in ' + job.transferred_from.job_id + ')',
+                       title: 'Epochs to the target in ' + job.transferred_from.job_id + ': a prior here until a run here reaches.' })
         : el('span', { class: 'tag ' + st, text: st });
       return el('tr', {}, el('td', { class: 'num', text: String(bs) }), el('td', {}, status),
         el('td', { class: 'num', text: String(s.all) }), el('td', { class: 'num', text: String(s.converged.length) }),

@@ -149,6 +149,9 @@ class Dashboard(unittest.TestCase):
                              "carried": sum(1 for b in job.get("batch_size_stats", [])
                                             if job["transferred_from"] and b["runs"] == 0
                                             and b["status"] == "failed"),
+                             "inherited": sum(1 for b in job.get("batch_size_stats", [])
+                                              if job["transferred_from"] and b["prior_epochs"]
+                                              and b["mean_epochs"] is None),
                              "diverged": sum(1 for b in job.get("batch_size_stats", [])
                                              if b["diverged"]),
                              "out_of_reach": job.get("target_out_of_reach") is not None,

@@ -73,6 +73,7 @@ try {
     check((await page.$$('#sizes tbody tr')).length === job.batch_sizes, `${job.job_id}: a row per batch size`);
     check((await page.$$('#sizes .tag.diverged')).length === job.diverged, `${job.job_id}: ${job.diverged} sizes tagged diverged`);
     check((await page.$$('#sizes .tag.carried')).length === job.carried, `${job.job_id}: ${job.carried} sizes failed before the transfer`);
+    check((await page.$$('#sizes .tag.inherited')).length === job.inherited, `${job.job_id}: ${job.inherited} sizes show the epochs they inherited`);
     check((await page.$$('#power tr.chosen')).length === job.power_profiles, `${job.job_id}: ${job.power_profiles} chosen power limits`);
     check(JSON.parse(await page.textContent('#spec')).default_batch_size === job.default_batch_size, `${job.job_id}: the spec`);
     const runPoints = await page.$('#chart-run-batch') ? await points('chart-run-batch') : 0;
