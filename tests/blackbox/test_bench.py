@@ -50,6 +50,38 @@ class FakeHandler(http.server.BaseHTTPRequestHandler):
         return json.loads(self.rfile.read(n) or b"null")
 
 
+
+class TrialKeeper(FakeHandler):
+    """A fake server that keeps each job's trials (`trials`, under `lock`: a subclass's own):
+    POST /jobs registers, a report marks its trial Succeeded and stops the run, PATCH ends."""
+    trials, lock = None, None
+
+    def do_POST(self):
+        b = self.body()
+        if self.path == "/jobs":
+            self.trials.setdefault(b["job_id"], [])
+            return self.answer(201, b)
+        with self.lock:
+            for t in self.trials[b["job_id"]]:
+                if t["trial_number"] == b["trial_number"]:
+                    t.update(status="Succeeded", time=b["time"])
+        self.answer(200, {"stop_train": True, "converged": True, "message": "ok"})
+
+    def do_PATCH(self):
+        self.body()
+        self.answer(200, None)
+
+
+def verify_against(handler):
+    """bso-bench --verify for a second, two jobs at once, against a fake server."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        return bench("--url", "http://127.0.0.1:%d" % httpd.server_address[1], "--duration", "1",
+                     "--jobs", "2", "--concurrency", "2", "--verify")
+    finally:
+        httpd.shutdown()
+
 class Bench(unittest.TestCase):
     def run_against_server(self, *extra, server_args=(), until_bandit=False):
         """The bench's JSON, and what the server then holds: its jobs' stages and every
@@ -246,25 +278,9 @@ class Bench(unittest.TestCase):
     def test_verify_catches_a_server_that_loses_trials(self):
         """A fake server that hands out trial numbers 1, 2, 3... but stores every third trial
         nowhere: --verify must say so and exit 1."""
-        trials = {}
-        lock = threading.Lock()
+        trials, lock = {}, threading.Lock()
 
-        class Lossy(FakeHandler):
-            def do_POST(self):
-                b = self.body()
-                if self.path == "/jobs":
-                    trials.setdefault(b["job_id"], [])
-                    return self.answer(201, b)
-                with lock:
-                    for t in trials[b["job_id"]]:
-                        if t["trial_number"] == b["trial_number"]:
-                            t.update(status="Succeeded", time=b["time"])
-                self.answer(200, {"stop_train": True, "converged": True, "message": "ok"})
-
-            def do_PATCH(self):
-                self.body()
-                self.answer(200, None)
-
+        class Lossy(TrialKeeper):
             def do_GET(self):
                 m = re.match(r"/jobs/batch_size\?job_id=(.*)", self.path)
                 if m:
@@ -291,13 +307,8 @@ class Bench(unittest.TestCase):
                             if t["trial_number"] > int(m.group(2)) and not t.get("lost")]
                 self.answer(200, {"trials": rows, "next_after": None})
 
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Lossy)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        try:
-            out = bench("--url", "http://127.0.0.1:%d" % httpd.server_address[1], "--duration",
-                        "1", "--jobs", "2", "--concurrency", "2", "--verify")
-        finally:
-            httpd.shutdown()
+        Lossy.trials, Lossy.lock = trials, lock
+        out = verify_against(Lossy)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertIn("handed out but not stored", out.stderr)
         self.assertIn("arm results differ from a recount of its trials", out.stderr)
@@ -306,21 +317,9 @@ class Bench(unittest.TestCase):
     def test_verify_ends_on_pages_that_do_not_advance(self):
         """A fake server whose list of a job's trials always says that another page follows, and
         sends the same one: --verify says so and ends (it asked for that page forever)."""
-        trials = {}
-        lock = threading.Lock()
+        trials, lock = {}, threading.Lock()
 
-        class Stuck(FakeHandler):
-            def do_POST(self):
-                b = self.body()
-                if self.path == "/jobs":
-                    trials.setdefault(b["job_id"], [])
-                    return self.answer(201, b)
-                self.answer(200, {"stop_train": True, "converged": True, "message": "ok"})
-
-            def do_PATCH(self):
-                self.body()
-                self.answer(200, None)
-
+        class Stuck(TrialKeeper):
             def do_GET(self):
                 m = re.match(r"/jobs/batch_size\?job_id=(.*)", self.path)
                 if m and m.group(1) in trials:
@@ -337,13 +336,8 @@ class Bench(unittest.TestCase):
                     return self.answer(200, {"trials": rows, "next_after": 1})
                 self.answer(404, {"message": "Not found"})
 
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stuck)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        try:
-            out = bench("--url", "http://127.0.0.1:%d" % httpd.server_address[1], "--duration",
-                        "1", "--jobs", "1", "--concurrency", "1", "--verify")
-        finally:
-            httpd.shutdown()
+        Stuck.trials, Stuck.lock = trials, lock
+        out = verify_against(Stuck)
         self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
         self.assertIn("the next page of trials starts where this one did", out.stderr)
 
