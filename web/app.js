@@ -80,17 +80,22 @@ function summarize(job, trials) {
   return out;
 }
 
+/* What the bso policy says of size bs (GET /jobs/ID's batch_size_stats), or undefined. */
+function sizeStat(job, bs) {
+  return (job.batch_size_stats || []).find(s => s.batch_size === bs);
+}
+
 /* Whether size bs starts failed because it never reached in the job this one was transferred
  * from, and has not run here since: its status says what the old job found. */
 function failedBeforeTransfer(job, bs) {
-  const stat = (job.batch_size_stats || []).find(s => s.batch_size === bs);
+  const stat = sizeStat(job, bs);
   return !!(job.transferred_from && stat && stat.status === 'failed' && stat.runs === 0);
 }
 
 /* The epochs a transferred job inherited at bs, while it has not reached there itself; null
  * otherwise (`bso show` prints the same in brackets). */
 function inheritedEpochs(job, bs) {
-  const stat = (job.batch_size_stats || []).find(s => s.batch_size === bs);
+  const stat = sizeStat(job, bs);
   return job.transferred_from && stat && stat.prior_epochs > 0 && stat.mean_epochs === null ? stat.prior_epochs : null;
 }
 
@@ -98,7 +103,7 @@ function inheritedEpochs(job, bs) {
 function sizeStatus(job, bs) {
   if ((job.unfit_batch_sizes || []).includes(bs)) return 'unfit';
   if ((job.infeasible_batch_sizes || []).includes(bs)) return 'infeasible';
-  const stat = (job.batch_size_stats || []).find(s => s.batch_size === bs);
+  const stat = sizeStat(job, bs);
   if (stat) return stat.diverged ? 'diverged' : stat.status; /* bounds nothing: tried again */
   if (job.stage === 'MAB' && job.arms && !job.arms.some(a => a.batch_size === bs)) return 'pruned';
   return job.arms && job.arms.some(a => a.batch_size === bs) ? 'arm' : 'untried';
@@ -230,7 +235,7 @@ function jobView(job, trials) {
   const hi = sizes.map(bs => sum.sizes[bs].costs.length ? Math.max(...sum.sizes[bs].costs) : null);
   const post = sizes.map(bs => posterior(job, bs));
   const expected = sizes.map(bs => {
-    const s = (job.batch_size_stats || []).find(x => x.batch_size === bs);
+    const s = sizeStat(job, bs);
     return s && s.expected_cost !== null ? s.expected_cost : null;
   });
   const xs = sizes.map((_, i) => i);
@@ -298,11 +303,12 @@ function jobView(job, trials) {
     ...['Batch size', 'Status', 'Runs', 'Converged', 'Mean cost (converged)', 'Spread (sd)', 'Posterior 95%'].map(h => el('th', { text: h })))),
     el('tbody', {}, ...sizes.map(bs => {
       const s = sum.sizes[bs], st = sizeStatus(job, bs), p = posterior(job, bs);
+      const inherited = inheritedEpochs(job, bs);
       const status = failedBeforeTransfer(job, bs)
         ? el('span', { class: 'tag ' + st + ' carried', text: st + ' (in ' + job.transferred_from.job_id + ')',
                        title: 'It never reached in ' + job.transferred_from.job_id + ', its runs there running out of epochs; not run here yet.' })
-        : inheritedEpochs(job, bs) !== null
-        ? el('span', { class: 'tag ' + st + ' inherited', text: st + ' (' + fmt(inheritedEpochs(job, bs)) + ' epochs in ' + job.transferred_from.job_id + ')',
+        : inherited !== null
+        ? el('span', { class: 'tag ' + st + ' inherited', text: st + ' (' + fmt(inherited) + ' epochs in ' + job.transferred_from.job_id + ')',
                        title: 'Epochs to the target in ' + job.transferred_from.job_id + ': a prior here until a run here reaches.' })
         : el('span', { class: 'tag ' + st, text: st });
       return el('tr', {}, el('td', { class: 'num', text: String(bs) }), el('td', {}, status),

@@ -21,11 +21,12 @@ static void show_bs_stats(json_t *stats, bool declared)
     json_array_foreach(stats, i, st)
     {
         char epochs[32], per[32], cost[32];
-        cli_fmt_num(epochs, sizeof epochs, json_object_get(st, "mean_epochs"), 2);
+        json_t *mean = json_object_get(st, "mean_epochs");
+        cli_fmt_num(epochs, sizeof epochs, mean, 2);
         /* Not yet reached here, but inherited from the job this one was transferred from: a
          * prior, in brackets. */
         const double prior = json_number_value(json_object_get(st, "prior_epochs"));
-        if (!json_is_number(json_object_get(st, "mean_epochs")) && prior > 0) {
+        if (!json_is_number(mean) && prior > 0) {
             snprintf(epochs, sizeof epochs, "(%.2f)", prior);
             any_prior = true;
         }
