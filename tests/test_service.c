@@ -187,8 +187,8 @@ static void test_runs_at_no_cost_then_some_are_stored(void **state)
 
 /* What a run at batch size bs needs in the made-up job of test_service_decides_as_in_memory at
  * its run k: epochs to the target (a little noise), and seconds per epoch. The job changes as
- * it goes: every size's epochs get dearer (more data), then only the large sizes' cheaper, then
- * the small sizes need more epochs than max_epochs allows. */
+ * it goes: every size's epoch costs 1.5 times as much (more data), then the large sizes' epochs
+ * get cheaper, then the small sizes need more epochs than max_epochs allows. */
 static void made_up_run(int64_t bs, int k, uint32_t *noise, int64_t *needed, double *per_epoch)
 {
     const double base = 7 + 3 * fabs(log2((double)bs / 64)); /* fewest at 64 */
